@@ -1,0 +1,3 @@
+from firewall.cli import main
+
+main(prog_name="firewall")

@@ -1,0 +1,160 @@
+"""The trial worker: a child process that imports eval modules once and serves many trials.
+
+It speaks JSON lines: a request ``{"target": "module:function", "seed": S,
+"trial": I}`` on stdin, one reply ``{"result": ...}`` or ``{"error": "..."}``
+on the protocol stream. Eval code never sees that stream: the worker moves it
+to a private descriptor and points file descriptor 1 at stderr, so whatever an
+eval prints lands in the worker's log and can never be taken for a reply.
+
+``--discover PATH...`` instead imports the files under the paths and prints
+the ``@firewall.eval`` functions it found, as one JSON document.
+
+Standard library only (plus ``firewall`` itself, which is light), so that a
+worker starts fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from firewall import EVAL_ATTRIBUTE, TrialResult
+
+Eval = tuple[Callable[..., Any], bool, bool]  # function, takes `trial`, is async
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    # The orchestrator owns interruption: it kills the worker when it needs to.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.path[0] != os.getcwd():
+        sys.path.insert(0, os.getcwd())
+    if argv[:1] == ["--discover"]:
+        print(json.dumps(discover([Path(p) for p in argv[1:]])))
+        return
+    serve()
+
+
+def serve() -> None:
+    replies = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    cache: dict[str, Eval] = {}
+    loop: asyncio.AbstractEventLoop | None = None
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            fn, takes_trial, is_async = cache.get(request["target"]) or _load(request["target"], cache)
+            kwargs = {"seed": request["seed"]}
+            if takes_trial:
+                kwargs["trial"] = request["trial"]
+            if is_async:
+                loop = loop or asyncio.new_event_loop()
+                value = loop.run_until_complete(fn(**kwargs))
+            else:
+                value = fn(**kwargs)
+            reply = {"result": to_payload(value)}
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure costs one trial
+            reply = {"error": describe(exc)}
+        try:
+            text = json.dumps(reply)
+        except (TypeError, ValueError) as exc:
+            text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
+        replies.write(text + "\n")
+
+
+def _load(target: str, cache: dict[str, Eval]) -> Eval:
+    module_name, _, qualname = target.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{target} is not callable")
+    parameters = inspect.signature(obj).parameters
+    takes_trial = "trial" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+    entry = (obj, takes_trial, inspect.iscoroutinefunction(obj))
+    cache[target] = entry
+    return entry
+
+
+def to_payload(value: Any) -> Any:
+    """The trial result JSON of what an eval function returned."""
+    if isinstance(value, TrialResult):
+        return value.to_json()
+    if isinstance(value, bool):
+        return {"score": 1.0 if value else 0.0}
+    if isinstance(value, (int, float)):
+        return {"score": float(value)}  # NaN and inf travel as such and are refused upstream
+    if isinstance(value, dict):
+        return value
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return to_payload(value.item())
+    raise TypeError(
+        f"returned {type(value).__name__}; expected a number, a bool, a dict or firewall.TrialResult"
+    )
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"eval called sys.exit({exc.code!r})"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def discover(paths: list[Path]) -> dict[str, Any]:
+    """Import every module under the paths and list the decorated evals."""
+    root = Path.cwd()
+    found: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for file in _python_files(paths):
+        module_name = ".".join(file.relative_to(root).with_suffix("").parts)
+        try:
+            module = importlib.import_module(module_name)
+        except BaseException as exc:  # noqa: BLE001 - report, do not crash discovery
+            errors.append(f"{file.relative_to(root)}: cannot import: {describe(exc)}")
+            continue
+        for name, obj in vars(module).items():
+            options = getattr(obj, EVAL_ATTRIBUTE, None)
+            if options is None or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            try:
+                line = inspect.getsourcelines(obj)[1]
+            except (OSError, TypeError):
+                line = None
+            found.append({
+                "options": options,
+                "target": f"{module_name}:{getattr(obj, '__qualname__', name)}",
+                "file": str(file.relative_to(root)),
+                "line": line,
+            })
+    return {"evals": found, "errors": errors}
+
+
+def _python_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        path = path.resolve()
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            files.extend(
+                p for p in sorted(path.rglob("*.py"))
+                if not any(part.startswith((".", "__")) for part in p.relative_to(path).parts)
+            )
+    return files
+
+
+if __name__ == "__main__":
+    main()

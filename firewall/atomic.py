@@ -1,0 +1,54 @@
+"""Writing files so that a reader never sees half of one: temp file, fsync, os.replace."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+LOCK_TIMEOUT_S = 60.0
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step; on any failure the old file stays."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+
+
+@contextlib.contextmanager
+def locked(path: Path, what: str) -> Iterator[None]:
+    """Hold the lock that serialises every writer of ``path`` on this machine.
+
+    The lock file lives in the temp directory, keyed by the file's absolute
+    path, so that no ``.lock`` file appears in the user's repository.
+    """
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    lock = FileLock(Path(tempfile.gettempdir()) / f"firewall-{key}.lock")
+    try:
+        lock.acquire(timeout=LOCK_TIMEOUT_S)
+    except Timeout:
+        from firewall.errors import FirewallError
+
+        raise FirewallError(
+            f"{path}: could not lock the {what} within {LOCK_TIMEOUT_S:g} s; "
+            "is another firewall process stuck?"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()

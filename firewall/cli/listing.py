@@ -1,0 +1,52 @@
+"""`firewall list`: the discovered evals, their effective settings, and gates that cannot be met."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from firewall import output
+from firewall.cli.common import config_option, load_project, selection_options
+from firewall.lint import warnings_for
+
+
+@click.command(name="list")
+@selection_options
+@config_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def list_evals(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None,
+               fmt: str) -> None:
+    """List the evals a run would probe, with effective settings and source location.
+
+    Warns about gates that cannot be met at all, such as a `min_pass_rate`
+    whose Wilson lower bound stays below it even when every trial passes.
+    """
+    project = load_project(config_path, ids, tags)
+    notes = {spec.id: warnings_for(spec) for spec in project.specs}
+    if fmt == "json":
+        document = [
+            {**spec.model_dump(mode="json"), "warnings": notes[spec.id]} for spec in project.specs
+        ]
+        output.echo(json.dumps(document, indent=2))
+        return
+    if not project.specs:
+        output.echo("no evals found: add [[evals]] to the config, or `paths` with @firewall.eval")
+        return
+    header = ("EVAL", "KIND", "K", "THRESHOLD", "FLAKINESS", "TIMEOUT", "GATE", "TAGS", "SOURCE")
+    rows = [
+        (spec.id, spec.kind if spec.result == "json" else "exit-code", str(spec.k),
+         output.number(spec.threshold), output.number(spec.flakiness), f"{spec.timeout:g}s",
+         ("blocking" if spec.blocking else "non-blocking")
+         + (f", pass rate >= {output.number(spec.min_pass_rate)}" if spec.min_pass_rate else ""),
+         ",".join(spec.tags) or "-", str(spec.source))
+        for spec in project.specs
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        output.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    for spec in project.specs:
+        for note in notes[spec.id]:
+            output.warn(f"{spec.id} ({spec.source}): {note}")

@@ -1,0 +1,64 @@
+"""`firewall run`: probe and gate the selected evals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from firewall import output, pipeline
+from firewall.cli.common import SeedParam, config_option, load_project, selection_options
+
+
+@click.command()
+@selection_options
+@config_option
+@click.option("--k", type=click.IntRange(min=3), help="Trials per eval, overriding the config.")
+@click.option("--seed", type=SeedParam(), help='Base seed for this run, or "random".')
+@click.option("--report", type=click.Path(path_type=Path, dir_okay=False),
+              help="Where to write the JSON artefact (default: the config's `report`).")
+@click.option("--include-quarantined", is_flag=True,
+              help="Probe quarantined evals too (their results never block).")
+@click.option("--shard", metavar="I/N", help="Run only shard I of N (1-based) of the evals.")
+@click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")
+@click.option("--dry-run", is_flag=True, help="Decide and print; change no file and no issue.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="table for people, json (the artefact) for scripts.")
+@click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
+def run(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, k: int | None,
+        seed: int | str | None, report: Path | None, include_quarantined: bool,
+        shard: str | None, no_issues: bool, dry_run: bool, fmt: str, verbose: bool) -> None:
+    """Probe each selected eval K times and gate on the result.
+
+    Unstable evals (IQR above `flakiness`, or one trial collapsing far below
+    the rest) are quarantined instead of failing the build; stable evals
+    fail when their median is below `threshold`. Evals already in the
+    quarantine registry are skipped unless --include-quarantined.
+    """
+    project = load_project(config_path, ids, tags)
+    options = pipeline.RunOptions(k=k, seed=seed, include_quarantined=include_quarantined,
+                                  shard=shard, dry_run=dry_run, report=report)
+    total = sum((k or spec.k) for spec in project.specs)
+    progress = output.Progress(total)
+    try:
+        outcome = pipeline.run(project.config, project.specs, options, cwd=project.cwd,
+                               progress=lambda task, rec: progress.step(task.spec.id, rec.errored))
+    finally:
+        progress.close()
+    artefact = outcome.artefact
+    if fmt == "json":
+        output.echo(artefact.to_json().rstrip("\n"))
+    else:
+        if artefact.evals:
+            output.echo(output.table(artefact.evals, verbose=verbose))
+        else:
+            output.echo("no evals selected")
+        output.echo()
+        output.echo(output.summary_line(artefact))
+        for eval_id in outcome.new_quarantines:
+            output.echo(f"quarantined {eval_id}: added to {project.config.settings.registry}")
+        if outcome.report_path is not None:
+            output.echo(f"report: {outcome.report_path}")
+        elif dry_run:
+            output.echo("dry run: no file was changed")
+    raise SystemExit(outcome.exit_code)

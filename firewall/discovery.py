@@ -1,0 +1,93 @@
+"""Discovery: the evals of a run, from the config's ``[[evals]]`` and from ``@firewall.eval``.
+
+Decorated evals are found by importing the modules under ``paths`` in a
+child process, so that eval code (and whatever it imports) never runs inside
+the orchestrator and a module that fails to import is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from difflib import get_close_matches
+from pathlib import Path
+
+from firewall.config import LoadedConfig, parse_eval_options
+from firewall.errors import ConfigError, DiscoveryError, UsageError
+from firewall.spec import EvalSpec, Source
+
+_BOOT = "import sys; sys.path.append({parent!r}); from firewall._worker import main; main()"
+
+
+def discover(config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
+    """Every eval of the project, config entries first, then decorated ones."""
+    settings = config.settings
+    config_file = str(_relative(config.path, cwd)) if config.path else "<config>"
+    specs = [
+        EvalSpec.resolve(entry, settings, Source(file=config_file, line=config.eval_lines.get(entry.id)))
+        for entry in settings.evals
+    ]
+    if settings.paths:
+        specs.extend(_decorated(settings.paths, config, cwd))
+    seen: dict[str, EvalSpec] = {}
+    for spec in specs:
+        if spec.id in seen:
+            raise ConfigError(
+                f"{spec.source}: eval id {spec.id!r} is already defined at {seen[spec.id].source}; "
+                "ids must be unique"
+            )
+        seen[spec.id] = spec
+    return specs
+
+
+def _decorated(paths: Sequence[str], config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
+    missing = [path for path in paths if not (cwd / path).exists()]
+    if missing:
+        raise ConfigError(f"{_relative(config.path, cwd)}: {config.prefix}paths: "
+                          f"{', '.join(missing)} does not exist (relative to {cwd})")
+    parent = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOOT.format(parent=parent), "--discover", *paths],
+        cwd=cwd, capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        raise DiscoveryError(f"discovering evals under {', '.join(paths)} failed: "
+                             f"{proc.stderr.strip()[-800:]}")
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    if found["errors"]:
+        raise DiscoveryError("\n".join(found["errors"]))
+    specs = []
+    for item in found["evals"]:
+        source = Source(file=item["file"], line=item["line"])
+        entry = parse_eval_options({**item["options"], "python": item["target"]},
+                                   source=str(source))
+        specs.append(EvalSpec.resolve(entry, config.settings, source))
+    return specs
+
+
+def select(specs: Sequence[EvalSpec], ids: Iterable[str], tags: Iterable[str]) -> list[EvalSpec]:
+    """The evals named by id and carrying every given tag; an unknown id is a usage error."""
+    ids, tags = list(ids), set(tags)
+    known = {spec.id for spec in specs}
+    for wanted in ids:
+        if wanted not in known:
+            raise UsageError(unknown_eval_message(wanted, known))
+    chosen = [spec for spec in specs if not ids or spec.id in ids]
+    return [spec for spec in chosen if tags.issubset(spec.tags)]
+
+
+def unknown_eval_message(wanted: str, known: Iterable[str]) -> str:
+    close = get_close_matches(wanted, list(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else "; `firewall list` shows the known ids"
+    return f"no eval with id {wanted!r}{hint}"
+
+
+def _relative(path: Path | None, cwd: Path) -> Path | str:
+    if path is None:
+        return "<config>"
+    try:
+        return path.resolve().relative_to(cwd.resolve())
+    except ValueError:
+        return path

@@ -1,0 +1,258 @@
+"""Run and gate as a few typed stages: select -> plan -> probe -> judge -> record -> exit code.
+
+Each stage is a function that can be tested alone; only ``record`` touches
+files, and nothing here prints (progress goes through a callback).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from firewall import history
+from firewall.config import LoadedConfig
+from firewall.errors import UsageError
+from firewall.history import HistoryRow
+from firewall.policy import Status, decide
+from firewall.registry import Entry, Registry
+from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
+from firewall.runner import Interrupted, Runner, Task
+from firewall.seeds import fresh_base_seed, trial_seed
+from firewall.spec import EvalSpec
+from firewall.stats import Stats, drift_rate
+from firewall.timeutil import now
+from firewall.trial import TrialRecord
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    k: int | None = None
+    seed: int | str | None = None
+    include_quarantined: bool = False
+    shard: str | None = None
+    dry_run: bool = False
+    report: Path | None = None
+
+
+@dataclasses.dataclass
+class Outcome:
+    artefact: Artefact
+    new_quarantines: list[str]
+    report_path: Path | None
+
+    @property
+    def exit_code(self) -> int:
+        return self.artefact.summary.exit_code
+
+
+def base_seed(configured: int | str, override: int | str | None) -> int:
+    chosen = configured if override is None else override
+    return fresh_base_seed() if chosen == "random" else int(chosen)
+
+
+def shard(specs: Sequence[EvalSpec], spec_text: str | None) -> list[EvalSpec]:
+    """The evals of shard I of N (1-based), dealt round-robin over the ids in sorted order."""
+    if spec_text is None:
+        return list(specs)
+    try:
+        index, count = (int(part) for part in spec_text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard expects I/N, e.g. 1/4; got {spec_text!r}") from None
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {spec_text}: I must be between 1 and N")
+    ordered = sorted(specs, key=lambda spec: spec.id)
+    return ordered[index - 1 :: count]
+
+
+def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> list[Task]:
+    """Every trial of every eval, with its derived seed."""
+    tasks = []
+    for spec in specs:
+        count = k if k is not None else spec.k
+        if k is not None:
+            spec = spec.model_copy(update={"k": count})
+        tasks.extend(Task(spec, i, trial_seed(seed, spec.id, i), count) for i in range(count))
+    return tasks
+
+
+def probe(
+    tasks: Sequence[Task], *, concurrency: int, cwd: Path,
+    progress: Callable[[Task, TrialRecord], None] | None = None,
+) -> tuple[dict[str, list[TrialRecord]], bool]:
+    """Run the trials; return them grouped by eval id, and whether the run completed."""
+    complete = True
+    try:
+        records = Runner(concurrency=concurrency, cwd=cwd, progress=progress).run(tasks)
+        pairs = list(zip(tasks, records))
+    except Interrupted as stop:
+        complete = False
+        pairs = [(task, record) for task, record in zip(tasks, stop.records) if record is not None]
+    grouped: dict[str, list[TrialRecord]] = {}
+    for task, record in pairs:
+        grouped.setdefault(task.spec.id, []).append(record)
+    return grouped, complete
+
+
+def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = None) -> EvalReport:
+    """Decide one eval from its trials."""
+    trials = sorted(trials, key=lambda trial: trial.index)
+    if len(trials) < spec.k:
+        return _report(spec, Status.ERROR, f"interrupted after {len(trials)} of {spec.k} trials",
+                       Stats(errors=spec.k - len(trials)), trials, blocking=blocking)
+    decision = decide(spec, trials)
+    return _report(spec, decision.status, decision.reason, decision.stats, trials,
+                   checks=list(decision.checks), blocking=blocking)
+
+
+def skipped(spec: EvalSpec, entry: Entry) -> EvalReport:
+    return _report(spec, Status.QUARANTINED,
+                   f"in quarantine since {entry.since:%Y-%m-%d}: {entry.reason}", Stats(), [],
+                   blocking=False)
+
+
+def _report(spec: EvalSpec, status: Status, reason: str, stats: Stats, trials: list[TrialRecord],
+            *, checks: list | None = None, blocking: bool | None = None) -> EvalReport:  # type: ignore[type-arg]
+    return EvalReport(
+        id=spec.id, status=status, blocking=spec.blocking if blocking is None else blocking,
+        reason=reason, source=spec.source, k=spec.k, threshold=spec.threshold,
+        flakiness=spec.flakiness, stats=stats, trials=trials, checks=checks or [],
+        tags=list(spec.tags), owner=spec.owner,
+    )
+
+
+def summarise(reports: Sequence[EvalReport], complete: bool) -> Summary:
+    counts = {status: 0 for status in Status}
+    for report in reports:
+        counts[report.status] += 1
+    blocking = [report for report in reports if report.blocking]
+    if not complete:
+        code = EXIT_INTERRUPTED
+    elif any(report.status is Status.FAIL for report in blocking):
+        code = EXIT_FAIL
+    elif any(report.status is Status.ERROR for report in blocking):
+        code = EXIT_ERROR
+    else:
+        code = EXIT_OK
+    return Summary(**{"pass": counts[Status.PASS]}, fail=counts[Status.FAIL],
+                   quarantine=counts[Status.QUARANTINE], quarantined=counts[Status.QUARANTINED],
+                   error=counts[Status.ERROR], exit_code=code)
+
+
+def run(
+    config: LoadedConfig,
+    specs: Sequence[EvalSpec],
+    options: RunOptions,
+    *,
+    cwd: Path,
+    progress: Callable[[Task, TrialRecord], None] | None = None,
+) -> Outcome:
+    """`firewall run`: probe and gate the selected evals, then record what was decided."""
+    settings = config.settings
+    started = now()
+    seed = base_seed(settings.seed, options.seed)
+    registry = Registry(cwd / settings.registry)
+    quarantined = registry.read()
+    chosen = shard(specs, options.shard)
+    probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
+    tasks = plan(probed, seed, options.k)
+    grouped, complete = probe(tasks, concurrency=settings.concurrency, cwd=cwd, progress=progress)
+    effective = {task.spec.id: task.spec for task in tasks}
+    reports = []
+    for spec in chosen:
+        if spec.id in quarantined and not options.include_quarantined:
+            reports.append(skipped(spec, quarantined[spec.id]))
+            continue
+        spec = effective.get(spec.id, spec)
+        in_registry = spec.id in quarantined
+        report = judge(spec, grouped.get(spec.id, []), blocking=False if in_registry else None)
+        if in_registry and report.status is Status.QUARANTINE:
+            report = report.model_copy(update={"status": Status.QUARANTINED})
+        reports.append(report)
+    artefact = Artefact(
+        run=RunInfo(mode="run", base_seed=seed, started_at=started, finished_at=now(),
+                    complete=complete, shard=options.shard, **git_info(cwd)),
+        summary=summarise(reports, complete),
+        evals=reports,
+    )
+    return record(config, artefact, options, cwd=cwd, specs={s.id: s for s in chosen})
+
+
+def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd: Path,
+           specs: dict[str, EvalSpec]) -> Outcome:
+    """The side effects of a decided run: artefact, new quarantines, history."""
+    settings = config.settings
+    report_path = options.report or cwd / settings.report
+    fresh = [r for r in artefact.evals if r.status is Status.QUARANTINE]
+    if options.dry_run:
+        return Outcome(artefact, [r.id for r in fresh], None)
+    artefact.write(report_path)
+    if not artefact.run.complete:
+        return Outcome(artefact, [], report_path)
+    added: list[str] = []
+    if fresh:
+        registry = Registry(cwd / settings.registry)
+        review_by = artefact.run.started_at + dt.timedelta(days=settings.nightly.review_days)
+        with registry.edit() as entries:
+            for report in fresh:
+                if report.id in entries:
+                    continue
+                entries[report.id] = Entry(
+                    since=artefact.run.started_at, source="auto", reason=report.reason,
+                    median=report.stats.median, iqr=report.stats.iqr, k=report.k,
+                    git_sha=artefact.run.git_sha, last_probe=artefact.run.started_at,
+                    review_by=review_by, owner=specs[report.id].owner if report.id in specs else None,
+                )
+                added.append(report.id)
+    history.append(cwd / settings.history, history_rows(artefact))
+    return Outcome(artefact, added, report_path)
+
+
+def history_rows(artefact: Artefact) -> list[HistoryRow]:
+    run_id = uuid.uuid4().hex[:12]
+    rows = []
+    for report in artefact.evals:
+        if report.status is Status.QUARANTINED and not report.trials:
+            continue
+        scored = [t for t in report.trials if t.error is None]
+        rows.append(HistoryRow(
+            eval_id=report.id, run_id=run_id, mode=artefact.run.mode, status=report.status.value,
+            k=report.k, median=report.stats.median, iqr=report.stats.iqr,
+            pass_rate=report.stats.pass_rate, drift=field_drift(scored),
+            model_ids=sorted({t.model_id for t in scored if t.model_id}),
+            prompt_versions=sorted({t.prompt_version for t in scored if t.prompt_version}),
+            git_sha=artefact.run.git_sha, build_ts=artefact.run.started_at,
+        ))
+    return rows
+
+
+def field_drift(trials: Sequence[TrialRecord]) -> dict[str, float]:
+    """Per output field, the share of trials that disagree with its most common value."""
+    names = sorted({name for trial in trials for name in trial.fields})
+    return {
+        name: drift_rate([json.dumps(t.fields.get(name), sort_keys=True) if name in t.fields
+                          else "<missing>" for t in trials])
+        for name in names
+    }
+
+
+def git_info(cwd: Path) -> dict[str, str | None]:
+    sha = os.environ.get("GITHUB_SHA") or _git(cwd, "rev-parse", "HEAD")
+    ref = os.environ.get("GITHUB_REF") or _git(cwd, "symbolic-ref", "-q", "HEAD")
+    return {"git_sha": sha, "git_ref": ref}
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None

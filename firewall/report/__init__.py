@@ -1,0 +1,1 @@
+"""Reports: the JSON artefact and its renderings."""

@@ -1,0 +1,104 @@
+"""The artefact, ``firewall-report.json``: everything a run measured and decided (contract §6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from firewall._version import __version__
+from firewall.atomic import write_atomic
+from firewall.errors import ArtefactError
+from firewall.policy import Check, Status
+from firewall.spec import Source
+from firewall.stats import Stats
+from firewall.timeutil import Timestamp
+from firewall.trial import TrialRecord
+
+SCHEMA_VERSION = 1
+
+
+class Tool(BaseModel):
+    name: str = "flakiness-firewall"
+    version: str = __version__
+
+
+class RunInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["run", "gate", "nightly"]
+    base_seed: int
+    started_at: Timestamp
+    finished_at: Timestamp | None = None
+    git_sha: str | None = None
+    git_ref: str | None = None
+    complete: bool = False
+    shard: str | None = None
+
+
+class Summary(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    pass_: int = Field(default=0, alias="pass")
+    fail: int = 0
+    quarantine: int = 0
+    quarantined: int = 0
+    error: int = 0
+    exit_code: int = 0
+
+
+class EvalReport(BaseModel):
+    """One eval's decision with the numbers and trials behind it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: Status
+    blocking: bool
+    reason: str
+    source: Source
+    k: int
+    threshold: float
+    flakiness: float
+    stats: Stats
+    trials: list[TrialRecord] = []
+    checks: list[Check] = []
+    tags: list[str] = []
+    owner: str | None = None
+
+
+class Artefact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    tool: Tool = Tool()
+    run: RunInfo
+    summary: Summary
+    evals: list[EvalReport]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+    def write(self, path: Path) -> None:
+        write_atomic(path, self.to_json())
+
+
+def load(path: Path) -> Artefact:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtefactError(f"{path}: no such report") from None
+    except ValueError as exc:
+        raise ArtefactError(f"{path}: not a JSON report ({exc})") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise ArtefactError(f"{path}: unknown schema_version {version!r}; this firewall reads "
+                            f"version {SCHEMA_VERSION}")
+    try:
+        return Artefact.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ArtefactError(f"{path}: malformed report at {where}: {first['msg']}") from None

@@ -1,0 +1,142 @@
+"""Command evals: one ``/bin/sh -c`` process per trial, its result read from a file or stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from firewall.runner.outcome import Outcome, signal_name, tail
+
+STDOUT_KEEP_BYTES = 16 * 1024 * 1024
+STDERR_KEEP_BYTES = 64 * 1024
+_PLACEHOLDER = re.compile(r"\{(seed|trial|eval_id|result)\}")
+
+
+def render(command: str, values: dict[str, str]) -> str:
+    """Replace {seed}, {trial}, {eval_id} and {result} by shell-quoted values; leave other braces."""
+    return _PLACEHOLDER.sub(lambda match: shlex.quote(values[match.group(1)]), command)
+
+
+def run_command(
+    command: str,
+    *,
+    eval_id: str,
+    seed: int,
+    trial: int,
+    k: int,
+    timeout: float,
+    exit_code_mode: bool,
+    cwd: Path,
+    result_path: Path,
+    register: Callable[[int | None], None] = lambda pid: None,
+) -> Outcome:
+    values = {"seed": str(seed), "trial": str(trial), "eval_id": eval_id, "result": str(result_path)}
+    env = dict(os.environ)
+    env.update(
+        FIREWALL_SEED=str(seed),
+        FIREWALL_TRIAL=str(trial),
+        FIREWALL_EVAL_ID=eval_id,
+        FIREWALL_K=str(k),
+        FIREWALL_RESULT=str(result_path),
+    )
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", render(command, values)],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    register(proc.pid)
+    try:
+        stdout, stderr, timed_out = _collect(proc, time.monotonic() + timeout)
+    finally:
+        register(None)
+    if timed_out:
+        return Outcome(error=f"timed out after {timeout:g} s; the command was killed{tail(stderr)}")
+    status = proc.returncode
+    if status < 0:
+        return Outcome(error=f"killed by {signal_name(-status)}{tail(stderr)}")
+    if exit_code_mode:
+        if status in (0, 1):
+            return Outcome(payload={"score": 1.0 if status == 0 else 0.0})
+        return Outcome(error=f"exit status {status} (a plain test passes with 0 and fails with 1)"
+                             f"{tail(stderr)}")
+    return _result(result_path, stdout, status, stderr)
+
+
+def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Outcome:
+    try:
+        written = result_path.read_bytes()
+    except FileNotFoundError:
+        written = b""
+    if written.strip():
+        try:
+            return Outcome(payload=json.loads(written))
+        except ValueError as exc:
+            return Outcome(error=f"the FIREWALL_RESULT file is not valid JSON ({exc}); "
+                                 f"exit status {status}{tail(stderr)}")
+    last = _last_line(stdout)
+    if last.startswith(b"{"):
+        try:
+            return Outcome(payload=json.loads(last))
+        except ValueError:
+            pass
+    seen = "no output" if not last else "its last stdout line is not a JSON object"
+    return Outcome(error=f"no result: the command wrote no FIREWALL_RESULT file and {seen} "
+                         f"(exit status {status}){tail(stderr)}")
+
+
+def _last_line(stdout: bytes) -> bytes:
+    for line in reversed(stdout.splitlines()):
+        if line.strip():
+            return line.strip()
+    return b""
+
+
+def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes, bool]:
+    """Drain stdout and stderr until both close, keeping bounded tails; kill at the deadline."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    kept = {out_fd: bytearray(), err_fd: bytearray()}
+    limits = {out_fd: STDOUT_KEEP_BYTES, err_fd: STDERR_KEEP_BYTES}
+    timed_out = False
+    with selectors.DefaultSelector() as selector:
+        for stream in (proc.stdout, proc.stderr):
+            selector.register(stream, selectors.EVENT_READ)
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            for key, _ in selector.select(remaining):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                buffer = kept[key.fd]
+                buffer += chunk
+                if len(buffer) > limits[key.fd]:
+                    del buffer[: len(buffer) - limits[key.fd]]
+    if timed_out:
+        kill_group(proc)
+    proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    return bytes(kept[out_fd]), bytes(kept[err_fd]), timed_out
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

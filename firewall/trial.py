@@ -1,0 +1,150 @@
+"""One trial: the result an eval reports, validated, and the record the artefact keeps.
+
+The trial result JSON (contract §3) is parsed here and nowhere else. A payload
+that breaks the protocol makes the trial an error whose message names the
+problem; it never becomes a low score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+
+from firewall.errors import ArtefactError
+
+Score = float
+_MAX_FIELD_CHARS = 200
+
+
+class TrialPayload(BaseModel):
+    """The trial result JSON object an eval reports."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+    score: float | None = Field(default=None, ge=0, le=1)
+    passed: bool | None = None
+    violations: list[str] = []
+    metrics: dict[str, float] = {}
+    fields: dict[str, JsonValue] = {}
+    items: dict[str, float | bool] = {}
+    model_id: str | None = None
+    prompt_version: str | None = None
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _score_or_verdict(self) -> TrialPayload:
+        if self.score is None and self.passed is None and self.error is None:
+            raise ValueError("`score` is required unless `passed` or `error` is given")
+        for case, value in self.items.items():
+            if not isinstance(value, bool) and not 0 <= value <= 1:
+                raise ValueError(f"items.{case} must be a score in [0, 1] or a bool, got {value}")
+        return self
+
+
+class TrialRecord(BaseModel):
+    """One trial as the artefact keeps it: what was run, what came back, how long it took."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    seed: int
+    score: float | None = None
+    passed: bool | None = None
+    duration_s: float = 0.0
+    in_flight: int = 1
+    error: str | None = None
+    violations: list[str] = []
+    metrics: dict[str, float] = {}
+    fields: dict[str, JsonValue] = {}
+    items: dict[str, float] = {}
+    model_id: str | None = None
+    prompt_version: str | None = None
+
+    @property
+    def errored(self) -> bool:
+        return self.error is not None
+
+
+def record_from_payload(
+    payload: Any, *, index: int, seed: int, pass_score: float, duration_s: float, in_flight: int
+) -> TrialRecord:
+    """Validate what an eval reported and turn it into a trial record."""
+    base = {"index": index, "seed": seed, "duration_s": duration_s, "in_flight": in_flight}
+    if not isinstance(payload, dict):
+        return TrialRecord(**base, error=f"result must be a JSON object, got {_kind(payload)}")
+    try:
+        result = TrialPayload.model_validate(payload)
+    except ValidationError as exc:
+        return TrialRecord(**base, error=f"invalid trial result: {describe_errors(exc)}")
+    if result.error is not None:
+        return _with_attribution(TrialRecord(**base, error=f"eval reported: {result.error}"), result)
+    score = result.score if result.score is not None else float(bool(result.passed))
+    passed = result.passed if result.passed is not None else score >= pass_score - 1e-9
+    return _with_attribution(
+        TrialRecord(
+            **base,
+            score=score,
+            passed=passed,
+            violations=result.violations,
+            fields=result.fields,
+            items={case: float(value) for case, value in result.items.items()},
+        ),
+        result,
+    )
+
+
+def _with_attribution(record: TrialRecord, result: TrialPayload) -> TrialRecord:
+    record.metrics = result.metrics
+    record.model_id = result.model_id
+    record.prompt_version = result.prompt_version
+    return record
+
+
+def error_record(*, index: int, seed: int, error: str, duration_s: float, in_flight: int) -> TrialRecord:
+    return TrialRecord(
+        index=index, seed=seed, error=error, duration_s=duration_s, in_flight=in_flight
+    )
+
+
+def parse_json_object(text: str) -> Any:
+    """Parse a JSON document, accepting the NaN/Infinity that Python's json writes."""
+    return json.loads(text)
+
+
+def describe_errors(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"] if part not in ("function-after",))
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            allowed = ", ".join(TrialPayload.model_fields)
+            message = f"unknown key (allowed: {allowed})"
+        elif error["type"] in ("finite_number",):
+            message = f"must be a finite number, got {error.get('input')!r}"
+        elif "input" in error and not isinstance(error["input"], dict):
+            message = f"{message}, got {shorten(repr(error['input']))}"
+        parts.append(f"{key}: {message}" if key else message)
+    return "; ".join(parts)
+
+
+def shorten(text: str, limit: int = _MAX_FIELD_CHARS) -> str:
+    """Cut long text for display; the artefact keeps the whole value."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def load_record(data: Any, *, source: str) -> TrialRecord:
+    try:
+        return TrialRecord.model_validate(data)
+    except ValidationError as exc:
+        raise ArtefactError(f"{source}: malformed trial: {describe_errors(exc)}") from None
