@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from firewall.policy import Status, fmt
 from firewall.report.artefact import Artefact, EvalReport
+
+if TYPE_CHECKING:
+    from firewall.pipeline import Outcome
 
 _COLOURS = {
     Status.PASS: "green",
@@ -101,3 +105,20 @@ def summary_line(artefact: Artefact) -> str:
     note = f" (* {nonblocking} non-blocking)" if nonblocking else ""
     state = "" if artefact.run.complete else " -- INTERRUPTED, results incomplete"
     return f"{', '.join(parts)}{note}; base seed {artefact.run.base_seed}; exit {s.exit_code}{state}"
+
+
+def show_outcome(outcome: Outcome, *, fmt: str, verbose: bool, registry: str) -> None:
+    """A decided run as the terminal shows it, or as the artefact JSON."""
+    artefact = outcome.artefact
+    if fmt == "json":
+        echo(artefact.to_json().rstrip("\n"))
+        return
+    echo(table(artefact.evals, verbose=verbose) if artefact.evals else "no evals selected")
+    echo()
+    echo(summary_line(artefact))
+    for eval_id in outcome.new_quarantines:
+        echo(f"quarantined {eval_id}: added to {registry}")
+    if outcome.report_path is not None:
+        echo(f"report: {outcome.report_path}")
+    else:
+        echo("dry run: no file was changed")

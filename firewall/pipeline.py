@@ -15,9 +15,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from firewall import history
+from firewall.atomic import write_atomic
 from firewall.config import LoadedConfig
-from firewall.errors import UsageError
+from firewall.errors import ArtefactError, UsageError
 from firewall.history import HistoryRow
 from firewall.policy import Status, decide
 from firewall.registry import Entry, Registry
@@ -26,9 +31,10 @@ from firewall.runner import Interrupted, Runner, Task
 from firewall.seeds import fresh_base_seed, trial_seed
 from firewall.spec import EvalSpec
 from firewall.stats import Stats, drift_rate
-from firewall.timeutil import now
+from firewall.timeutil import Timestamp, now
 from firewall.trial import TrialRecord
 
+PART_SCHEMA_VERSION = 1
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
@@ -146,6 +152,84 @@ def summarise(reports: Sequence[EvalReport], complete: bool) -> Summary:
                    error=counts[Status.ERROR], exit_code=code)
 
 
+class Probed(BaseModel):
+    """The trials of one probe stage: what `firewall probe` writes and `firewall gate` reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = PART_SCHEMA_VERSION
+    kind: Literal["firewall-probe-part"] = "firewall-probe-part"
+    base_seed: int
+    started_at: Timestamp
+    finished_at: Timestamp
+    complete: bool
+    shard: str | None = None
+    git_sha: str | None = None
+    git_ref: str | None = None
+    specs: list[EvalSpec]
+    trials: dict[str, list[TrialRecord]]
+    skipped: list[str] = []
+
+    def write(self, path: Path) -> None:
+        write_atomic(path, self.model_dump_json(indent=1) + "\n")
+
+
+def collect(
+    config: LoadedConfig,
+    specs: Sequence[EvalSpec],
+    options: RunOptions,
+    *,
+    cwd: Path,
+    progress: Callable[[Task, TrialRecord], None] | None = None,
+) -> Probed:
+    """The probe stage: run the trials of every selected, non-quarantined eval."""
+    settings = config.settings
+    started = now()
+    seed = base_seed(settings.seed, options.seed)
+    quarantined = Registry(cwd / settings.registry).read()
+    chosen = shard(specs, options.shard)
+    probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
+    tasks = plan(probed, seed, options.k)
+    grouped, complete = probe(tasks, concurrency=settings.concurrency, cwd=cwd, progress=progress)
+    effective = {task.spec.id: task.spec for task in tasks}
+    return Probed(
+        base_seed=seed, started_at=started, finished_at=now(), complete=complete,
+        shard=options.shard, **git_info(cwd),
+        specs=[effective.get(spec.id, spec) for spec in chosen],
+        trials={spec.id: grouped.get(spec.id, []) for spec in probed},
+        skipped=[spec.id for spec in chosen if spec.id not in effective],
+    )
+
+
+def conclude(config: LoadedConfig, parts: Sequence[Probed], *, mode: Literal["run", "gate"],
+             cwd: Path) -> Artefact:
+    """The gate stage: decide every eval of the probe parts."""
+    quarantined = Registry(cwd / config.settings.registry).read()
+    reports = []
+    for part in parts:
+        for spec in part.specs:
+            if spec.id not in part.trials:
+                entry = quarantined.get(spec.id)
+                if entry is not None:
+                    reports.append(skipped(spec, entry))
+                continue
+            in_registry = spec.id in quarantined
+            report = judge(spec, part.trials[spec.id], blocking=False if in_registry else None)
+            if in_registry and report.status is Status.QUARANTINE:
+                report = report.model_copy(update={"status": Status.QUARANTINED})
+            reports.append(report)
+    complete = all(part.complete for part in parts)
+    first = parts[0]
+    return Artefact(
+        run=RunInfo(mode=mode, base_seed=first.base_seed, started_at=min(p.started_at for p in parts),
+                    finished_at=now() if mode == "gate" else first.finished_at, complete=complete,
+                    shard=first.shard if len(parts) == 1 else None,
+                    git_sha=first.git_sha, git_ref=first.git_ref),
+        summary=summarise(reports, complete),
+        evals=reports,
+    )
+
+
 def run(
     config: LoadedConfig,
     specs: Sequence[EvalSpec],
@@ -155,34 +239,44 @@ def run(
     progress: Callable[[Task, TrialRecord], None] | None = None,
 ) -> Outcome:
     """`firewall run`: probe and gate the selected evals, then record what was decided."""
-    settings = config.settings
-    started = now()
-    seed = base_seed(settings.seed, options.seed)
-    registry = Registry(cwd / settings.registry)
-    quarantined = registry.read()
-    chosen = shard(specs, options.shard)
-    probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
-    tasks = plan(probed, seed, options.k)
-    grouped, complete = probe(tasks, concurrency=settings.concurrency, cwd=cwd, progress=progress)
-    effective = {task.spec.id: task.spec for task in tasks}
-    reports = []
-    for spec in chosen:
-        if spec.id in quarantined and not options.include_quarantined:
-            reports.append(skipped(spec, quarantined[spec.id]))
-            continue
-        spec = effective.get(spec.id, spec)
-        in_registry = spec.id in quarantined
-        report = judge(spec, grouped.get(spec.id, []), blocking=False if in_registry else None)
-        if in_registry and report.status is Status.QUARANTINE:
-            report = report.model_copy(update={"status": Status.QUARANTINED})
-        reports.append(report)
-    artefact = Artefact(
-        run=RunInfo(mode="run", base_seed=seed, started_at=started, finished_at=now(),
-                    complete=complete, shard=options.shard, **git_info(cwd)),
-        summary=summarise(reports, complete),
-        evals=reports,
-    )
-    return record(config, artefact, options, cwd=cwd, specs={s.id: s for s in chosen})
+    part = collect(config, specs, options, cwd=cwd, progress=progress)
+    artefact = conclude(config, [part], mode="run", cwd=cwd)
+    return record(config, artefact, options, cwd=cwd, specs={s.id: s for s in part.specs})
+
+
+def gate(config: LoadedConfig, paths: Sequence[Path], options: RunOptions, *, cwd: Path) -> Outcome:
+    """`firewall gate`: merge probe parts, decide, and record."""
+    parts = [load_part(path) for path in paths]
+    seen: dict[str, Path] = {}
+    for path, part in zip(paths, parts):
+        for eval_id in part.trials:
+            if eval_id in seen:
+                raise ArtefactError(f"{path}: eval {eval_id!r} was already probed in {seen[eval_id]}; "
+                                    "give each eval to one shard only")
+            seen[eval_id] = path
+    artefact = conclude(config, parts, mode="gate", cwd=cwd)
+    specs = {spec.id: spec for part in parts for spec in part.specs}
+    return record(config, artefact, options, cwd=cwd, specs=specs)
+
+
+def load_part(path: Path) -> Probed:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtefactError(f"{path}: no such probe part") from None
+    except ValueError as exc:
+        raise ArtefactError(f"{path}: not a probe part: invalid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "firewall-probe-part":
+        raise ArtefactError(f"{path}: not a probe part (write one with `firewall probe --out`)")
+    if data.get("schema_version") != PART_SCHEMA_VERSION:
+        raise ArtefactError(f"{path}: unknown probe part schema_version "
+                            f"{data.get('schema_version')!r}; expected {PART_SCHEMA_VERSION}")
+    try:
+        return Probed.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ArtefactError(f"{path}: malformed probe part at {where}: {first['msg']}") from None
 
 
 def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd: Path,

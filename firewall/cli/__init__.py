@@ -9,7 +9,7 @@ from types import FrameType
 import click
 
 from firewall._version import __version__
-from firewall.cli import listing, replay, run, schema
+from firewall.cli import gate, listing, probe, replay, run, schema
 from firewall.errors import FirewallError
 from firewall.output import error
 
@@ -58,7 +58,8 @@ def main() -> None:
     """
 
 
-for command in (run.run, listing.list_evals, replay.replay, schema.schema):
+for command in (run.run, probe.probe, gate.gate, listing.list_evals, replay.replay,
+                schema.schema):
     main.add_command(command)
 
 if __name__ == "__main__":  # pragma: no cover

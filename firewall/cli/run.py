@@ -45,20 +45,6 @@ def run(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, k
                                progress=lambda task, rec: progress.step(task.spec.id, rec.errored))
     finally:
         progress.close()
-    artefact = outcome.artefact
-    if fmt == "json":
-        output.echo(artefact.to_json().rstrip("\n"))
-    else:
-        if artefact.evals:
-            output.echo(output.table(artefact.evals, verbose=verbose))
-        else:
-            output.echo("no evals selected")
-        output.echo()
-        output.echo(output.summary_line(artefact))
-        for eval_id in outcome.new_quarantines:
-            output.echo(f"quarantined {eval_id}: added to {project.config.settings.registry}")
-        if outcome.report_path is not None:
-            output.echo(f"report: {outcome.report_path}")
-        elif dry_run:
-            output.echo("dry run: no file was changed")
+    output.show_outcome(outcome, fmt=fmt, verbose=verbose,
+                        registry=project.config.settings.registry)
     raise SystemExit(outcome.exit_code)

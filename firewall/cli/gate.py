@@ -1,0 +1,36 @@
+"""`firewall gate`: merge probe parts, decide, and do the side effects of a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from firewall import output, pipeline
+from firewall.cli.common import config_option
+from firewall.config import load_config
+
+
+@click.command()
+@click.argument("parts", nargs=-1, required=True,
+                type=click.Path(path_type=Path, dir_okay=False))
+@config_option
+@click.option("--report", type=click.Path(path_type=Path, dir_okay=False),
+              help="Where to write the JSON artefact (default: the config's `report`).")
+@click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")
+@click.option("--dry-run", is_flag=True, help="Decide and print; change no file and no issue.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
+def gate(parts: tuple[Path, ...], config_path: Path | None, report: Path | None,
+         no_issues: bool, dry_run: bool, fmt: str, verbose: bool) -> None:
+    """Decide the evals probed in PARTS (from `firewall probe --out`), as `run` would.
+
+    Exit codes are those of `firewall run`.
+    """
+    cwd = Path.cwd()
+    config = load_config(config_path, cwd)
+    options = pipeline.RunOptions(dry_run=dry_run, report=report)
+    outcome = pipeline.gate(config, parts, options, cwd=cwd)
+    output.show_outcome(outcome, fmt=fmt, verbose=verbose, registry=config.settings.registry)
+    raise SystemExit(outcome.exit_code)
