@@ -75,7 +75,10 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     denominator = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denominator
     half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
+    # At 0/n and n/n the bound is exactly 0 or 1; float rounding must not move it off p.
+    low = 0.0 if successes == 0 else max(0.0, float(centre - half))
+    high = 1.0 if successes == trials else min(1.0, float(centre + half))
+    return low, high
 
 
 def drift_rate(values: Sequence[Hashable]) -> float:
