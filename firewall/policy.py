@@ -85,7 +85,9 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     k = len(trials)
 
     def verdict(status: Status, reason: str) -> Decision:
-        return Decision(status=status, reason=reason, stats=stats, checks=tuple(checks))
+        # Trial errors and violation names are eval text and may span lines; a reason may not.
+        one_line = " | ".join(line.strip() for line in reason.splitlines() if line.strip())
+        return Decision(status=status, reason=one_line, stats=stats, checks=tuple(checks))
 
     # 1. error: the probe could not measure enough.
     errored = [trial for trial in trials if trial.error is not None]

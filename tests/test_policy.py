@@ -1,0 +1,404 @@
+"""firewall.policy.decide: the rule table of contract §4, row by row, first match wins."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import error_trial, make_spec, trial, trials, with_metrics
+
+from firewall.policy import Decision, Status, decide
+from firewall.trial import TrialRecord
+
+STABLE = [0.92, 0.91, 0.93, 0.92, 0.92, 0.91, 0.93]  # median 0.92, iqr 0.01
+SCATTERED = [0.5, 0.9, 0.6, 0.95, 0.7, 0.85, 0.55]  # iqr 0.3
+TIGHT_AT_F = [0.81, 0.79, 0.83, 0.80, 0.82, 0.78, 0.84]  # iqr 0.029999999999999916
+COLLAPSED = [0.92] * 6 + [0.35]
+
+
+def binary(passes: int, fails: int) -> list[TrialRecord]:
+    """Pass/fail trials as a plain test reports them: 1.0 or 0.0."""
+    return trials([1.0] * passes + [0.0] * fails)
+
+
+def assert_one_line(decision: Decision) -> None:
+    assert decision.reason
+    assert "\n" not in decision.reason and "\r" not in decision.reason
+
+
+def check_names(decision: Decision) -> list[str]:
+    return [check.name for check in decision.checks]
+
+
+# --- row 1: error -----------------------------------------------------------------
+
+
+def test_error_when_more_trials_errored_than_max_errors() -> None:
+    records = [error_trial("judge timed out", index=0)]
+    records += [trial(score, index=i) for i, score in enumerate(STABLE[1:], start=1)]
+
+    decision = decide(make_spec(max_errors=0), records)
+
+    assert decision.status is Status.ERROR
+    assert "1 of 7 trials errored" in decision.reason
+    assert "max_errors 0" in decision.reason
+    assert "judge timed out" in decision.reason  # the first error, so the log says why
+    assert_one_line(decision)
+    assert decision.checks[0].name == "errors" and not decision.checks[0].ok
+
+
+def test_exactly_max_errors_errored_trials_are_tolerated() -> None:
+    records = [error_trial(index=0), error_trial(index=1)] + [
+        trial(score, index=i) for i, score in enumerate(STABLE[2:], start=2)
+    ]
+
+    decision = decide(make_spec(max_errors=2), records)
+
+    assert decision.status is Status.PASS
+    assert decision.stats.errors == 2
+    assert decision.stats.median == pytest.approx(0.92)  # over the trials that scored
+    assert decision.checks[0].name == "errors" and decision.checks[0].ok
+
+
+def test_error_outranks_a_violation() -> None:
+    records = [error_trial(index=0)] + [
+        trial(score, index=i, violations=["pii-in-reply"]) for i, score in enumerate(STABLE[1:], 1)
+    ]
+
+    decision = decide(make_spec(max_errors=0), records)
+
+    assert decision.status is Status.ERROR
+
+
+def test_error_when_every_trial_errored_even_within_max_errors() -> None:
+    records = [error_trial(index=i) for i in range(3)]
+
+    decision = decide(make_spec(k=3, max_errors=5), records)
+
+    assert decision.status is Status.ERROR
+    assert "3 of 3" in decision.reason
+
+
+def test_error_reason_stays_on_one_line_when_the_trial_error_has_several() -> None:
+    records = [error_trial("Traceback (most recent call last):\n  boom\r\nValueError: x", index=0)]
+    records += [trial(0.92, index=i) for i in range(1, 7)]
+
+    decision = decide(make_spec(), records)
+
+    assert decision.status is Status.ERROR
+    assert "boom" in decision.reason and "ValueError: x" in decision.reason
+    assert_one_line(decision)
+
+
+# --- row 2: violation -------------------------------------------------------------
+
+
+def test_any_violation_fails_even_with_perfect_scores() -> None:
+    records = trials([1.0] * 7)
+    records[4] = trial(1.0, index=4, seed=4321, violations=["pii-in-reply"])
+
+    decision = decide(make_spec(), records)
+
+    assert decision.status is Status.FAIL
+    assert "pii-in-reply" in decision.reason
+    assert "trial 4" in decision.reason and "4321" in decision.reason
+    assert_one_line(decision)
+    assert not decision.checks[-1].ok and decision.checks[-1].name == "violations"
+
+
+def test_violation_outranks_quarantine() -> None:
+    records = trials(SCATTERED)
+    records[0] = trial(SCATTERED[0], index=0, violations=["refund-without-approval"])
+
+    decision = decide(make_spec(), records)
+
+    assert decision.status is Status.FAIL
+    assert "refund-without-approval" in decision.reason
+
+
+def test_violation_fails_when_the_errors_are_within_max_errors() -> None:
+    records = [error_trial(index=0)] + [trial(1.0, index=i) for i in range(1, 7)]
+    records[3] = trial(1.0, index=3, violations=["leaked-key"])
+
+    decision = decide(make_spec(max_errors=1), records)
+
+    assert decision.status is Status.FAIL
+
+
+def test_violation_reason_stays_on_one_line() -> None:
+    records = trials([1.0] * 7)
+    records[0] = trial(1.0, index=0, violations=["multi\nline"])
+
+    decision = decide(make_spec(), records)
+
+    assert decision.status is Status.FAIL
+    assert_one_line(decision)
+
+
+# --- row 3: quarantine (instability) ----------------------------------------------
+
+
+def test_quarantine_when_iqr_exceeds_flakiness() -> None:
+    decision = decide(make_spec(flakiness=0.03), trials(SCATTERED))
+
+    assert decision.status is Status.QUARANTINE
+    assert "iqr 0.3" in decision.reason and "0.03" in decision.reason
+    assert "median 0.7" in decision.reason and "k=7" in decision.reason
+    assert_one_line(decision)
+    assert decision.checks[-1].name == "iqr" and not decision.checks[-1].ok
+
+
+def test_quarantine_outranks_a_median_below_threshold() -> None:
+    decision = decide(make_spec(threshold=0.95), trials(SCATTERED))
+
+    assert decision.status is Status.QUARANTINE
+
+
+def test_an_iqr_of_point_03_up_to_float_error_is_not_above_flakiness_point_03() -> None:
+    decision = decide(make_spec(flakiness=0.03, threshold=0.8), trials(TIGHT_AT_F))
+
+    assert decision.stats.iqr is not None and decision.stats.iqr != 0.03  # really float noise
+    assert decision.stats.iqr == pytest.approx(0.03)
+    assert decision.status is Status.PASS
+
+
+def test_the_eval_own_flakiness_applies() -> None:
+    decision = decide(make_spec(flakiness=0.35, threshold=0.6), trials(SCATTERED))
+
+    assert decision.status is Status.PASS
+
+
+def test_quarantine_when_one_trial_collapses_below_the_fence() -> None:
+    decision = decide(make_spec(), trials(COLLAPSED))
+
+    assert decision.stats.iqr == pytest.approx(0.0)  # the IQR alone cannot see it
+    assert decision.status is Status.QUARANTINE
+    assert "0.35" in decision.reason  # the collapsed score
+    assert "0.83" in decision.reason  # the fence: q1 0.92 - 3 x max(0, 0.03)
+    assert "trial 6" in decision.reason
+    assert_one_line(decision)
+    assert decision.checks[-1].name == "collapse fence" and not decision.checks[-1].ok
+
+
+def test_outlier_fence_zero_turns_the_collapse_rule_off() -> None:
+    decision = decide(make_spec(outlier_fence=0), trials(COLLAPSED))
+
+    assert decision.status is Status.PASS
+    assert "collapse fence" not in check_names(decision)
+
+
+def test_a_trial_on_the_fence_has_not_collapsed() -> None:
+    # fence = 0.92 - 3 * 0.03 = 0.83 (0.8300000000000001 in floats)
+    decision = decide(make_spec(), trials([0.92] * 6 + [0.83]))
+
+    assert decision.status is Status.PASS
+
+
+def test_the_fence_is_at_least_flakiness_wide() -> None:
+    # iqr 0, flakiness 0.1: fence = q1 0.92 - 3 * max(0, 0.1) = 0.62
+    spec = make_spec(flakiness=0.1)
+
+    assert decide(spec, trials([0.92] * 6 + [0.65])).status is Status.PASS
+    assert decide(spec, trials([0.92] * 6 + [0.6])).status is Status.QUARANTINE
+
+
+def test_collapse_outranks_a_median_below_threshold() -> None:
+    decision = decide(make_spec(threshold=0.95), trials(COLLAPSED))
+
+    assert decision.status is Status.QUARANTINE
+
+
+def test_min_pass_rate_evals_are_exempt_from_the_iqr_rule() -> None:
+    records = binary(12, 8)  # iqr 1.0, median 1.0, Wilson low 0.387
+
+    assert decide(make_spec(k=20), records).status is Status.QUARANTINE
+    decision = decide(make_spec(k=20, min_pass_rate=0.3), records)
+
+    assert decision.status is Status.PASS
+    assert "iqr" not in check_names(decision) and "collapse fence" not in check_names(decision)
+
+
+def test_min_pass_rate_evals_are_exempt_from_the_collapse_rule() -> None:
+    records = binary(27, 3)  # iqr 0, yet three trials at 0 far below q1 = 1
+
+    assert decide(make_spec(k=30), records).status is Status.QUARANTINE
+    assert decide(make_spec(k=30, min_pass_rate=0.7), records).status is Status.PASS
+
+
+# --- row 4: median below threshold ------------------------------------------------
+
+
+def test_fail_when_a_stable_median_is_below_threshold() -> None:
+    scores = [0.6, 0.6, 0.61, 0.61, 0.61, 0.62, 0.59]
+
+    decision = decide(make_spec(threshold=0.85), trials(scores))
+
+    assert decision.status is Status.FAIL
+    assert decision.reason == "median 0.61 < threshold 0.85 (iqr 0.01, k=7)"
+    assert decision.checks[-1].name == "median" and not decision.checks[-1].ok
+
+
+def test_median_equal_to_threshold_up_to_float_error_passes() -> None:
+    score = 0.1 + 0.7  # 0.7999999999999999
+
+    decision = decide(make_spec(threshold=0.8), trials([score] * 7))
+
+    assert decision.status is Status.PASS
+
+
+def test_median_fail_outranks_the_pass_rate_gate_and_budgets() -> None:
+    records = with_metrics(binary(2, 5), latency_ms=[9999.0] * 7)
+
+    decision = decide(
+        make_spec(min_pass_rate=0.9, budgets={"p95_latency_ms": 10.0}), records
+    )
+
+    assert decision.status is Status.FAIL
+    assert decision.reason.startswith("median 0 < threshold 0.8")
+
+
+# --- row 5: Wilson lower bound below min_pass_rate ------------------------------
+
+
+def test_fail_when_wilson_lower_bound_is_below_min_pass_rate() -> None:
+    decision = decide(make_spec(k=30, min_pass_rate=0.75), binary(27, 3))
+
+    assert decision.status is Status.FAIL
+    assert decision.stats.wilson_low == pytest.approx(0.7438, abs=1e-4)
+    assert "27/30" in decision.reason
+    assert "0.744" in decision.reason and "0.75" in decision.reason and "0.95" in decision.reason
+    assert_one_line(decision)
+    assert decision.checks[-1].name == "wilson lower bound" and not decision.checks[-1].ok
+
+
+def test_pass_when_wilson_lower_bound_reaches_min_pass_rate() -> None:
+    decision = decide(make_spec(k=30, min_pass_rate=0.74), binary(27, 3))
+
+    assert decision.status is Status.PASS
+    assert check_names(decision) == ["errors", "violations", "median", "wilson lower bound"]
+    assert all(check.ok for check in decision.checks)
+
+
+def test_a_perfect_seven_of_seven_cannot_prove_a_ninety_percent_pass_rate() -> None:
+    decision = decide(make_spec(k=7, min_pass_rate=0.9), binary(7, 0))
+
+    assert decision.status is Status.FAIL
+    assert "0.646" in decision.reason
+
+
+def test_the_eval_confidence_sets_the_wilson_bound() -> None:
+    records = binary(27, 3)
+
+    assert decide(make_spec(min_pass_rate=0.75, confidence=0.9), records).status is Status.PASS
+    assert decide(make_spec(min_pass_rate=0.75, confidence=0.95), records).status is Status.FAIL
+
+
+def test_passed_overrides_the_score_in_the_pass_rate() -> None:
+    records = [trial(1.0, index=i, passed=i < 4) for i in range(7)]  # 4/7 passed
+
+    decision = decide(make_spec(min_pass_rate=0.5), records)
+
+    assert decision.stats.pass_rate == pytest.approx(4 / 7)
+    assert decision.status is Status.FAIL
+
+
+def test_wilson_fail_outranks_budgets() -> None:
+    records = with_metrics(binary(27, 3), tokens=[10_000.0] * 30)
+
+    decision = decide(make_spec(min_pass_rate=0.75, budgets={"mean_tokens": 10.0}), records)
+
+    assert decision.status is Status.FAIL
+    assert "wilson" in decision.reason
+
+
+# --- row 6: budgets ---------------------------------------------------------------
+
+LATENCIES = [100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0]  # p95 (linear) = 670
+
+
+@pytest.mark.parametrize(
+    ("budget", "metric", "values", "limit", "shown"),
+    [
+        ("p95_latency_ms", "latency_ms", LATENCIES, 650.0, "670"),
+        ("mean_tokens", "tokens", [400.0, 420.0, 440.0, 460.0, 480.0, 500.0, 520.0], 450.0, "460"),
+        ("mean_cost_usd", "cost_usd", [0.002, 0.003, 0.004, 0.003, 0.002, 0.004, 0.003], 0.002,
+         "0.003"),
+    ],
+)
+def test_fail_when_a_budget_is_exceeded(
+    budget: str, metric: str, values: list[float], limit: float, shown: str
+) -> None:
+    records = with_metrics(trials(STABLE), **{metric: values})
+
+    decision = decide(make_spec(budgets={budget: limit}), records)
+
+    assert decision.status is Status.FAIL
+    assert "budget" in decision.reason
+    assert shown in decision.reason and f"{limit:g}" in decision.reason
+    assert_one_line(decision)
+    assert not decision.checks[-1].ok
+
+
+def test_p95_latency_is_the_linear_95th_percentile() -> None:
+    records = with_metrics(trials(STABLE), latency_ms=LATENCIES)
+
+    assert decide(make_spec(budgets={"p95_latency_ms": 670.0}), records).status is Status.PASS
+    assert decide(make_spec(budgets={"p95_latency_ms": 669.0}), records).status is Status.FAIL
+
+
+def test_budgets_within_limits_pass_and_are_checked() -> None:
+    records = with_metrics(
+        trials(STABLE), latency_ms=LATENCIES, tokens=[400.0] * 7, cost_usd=[0.002] * 7
+    )
+    spec = make_spec(budgets={"p95_latency_ms": 800.0, "mean_tokens": 500.0, "mean_cost_usd": 0.01})
+
+    decision = decide(spec, records)
+
+    assert decision.status is Status.PASS
+    assert check_names(decision)[-3:] == ["p95 latency", "mean tokens", "mean cost"]
+    assert all(check.ok for check in decision.checks)
+
+
+@pytest.mark.parametrize(
+    ("budget", "metric"),
+    [("p95_latency_ms", "latency_ms"), ("mean_tokens", "tokens"), ("mean_cost_usd", "cost_usd")],
+)
+def test_a_budget_without_its_metric_is_an_error(budget: str, metric: str) -> None:
+    decision = decide(make_spec(budgets={budget: 1.0}), trials(STABLE))
+
+    assert decision.status is Status.ERROR
+    assert budget in decision.reason and f"metrics.{metric}" in decision.reason
+    assert_one_line(decision)
+
+
+# --- row 7: pass ------------------------------------------------------------------
+
+
+def test_pass_otherwise_with_the_numbers_in_the_reason() -> None:
+    decision = decide(make_spec(), trials(STABLE))
+
+    assert decision.status is Status.PASS
+    assert decision.reason == "median 0.92 >= threshold 0.8 (iqr 0.01, k=7)"
+    assert check_names(decision) == ["errors", "violations", "iqr", "collapse fence", "median"]
+    assert all(check.ok for check in decision.checks)
+
+
+def test_checks_show_actual_against_allowed() -> None:
+    decision = decide(make_spec(flakiness=0.03), trials(SCATTERED))
+
+    iqr_check = next(check for check in decision.checks if check.name == "iqr")
+    assert iqr_check.actual == "0.3" and iqr_check.allowed == "<= 0.03"
+    assert "iqr 0.3" in str(iqr_check) and "0.03" in str(iqr_check)
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [STABLE, SCATTERED, TIGHT_AT_F, COLLAPSED, [0.1] * 7, [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]],
+)
+def test_every_decision_has_a_one_line_reason(scores: list[float]) -> None:
+    assert_one_line(decide(make_spec(), trials(scores)))
+
+
+def test_status_labels_are_upper_case_and_values_lower_case() -> None:
+    assert [status.value for status in Status] == [
+        "pass", "fail", "quarantine", "quarantined", "error"
+    ]
+    assert Status.QUARANTINE.label == "QUARANTINE"
