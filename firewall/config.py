@@ -162,7 +162,8 @@ def load_config(explicit: Path | None = None, cwd: Path | None = None) -> Loaded
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     table: Any = document
     if prefix:
-        table = document.get("tool", {}).get("firewall")
+        tool = document.get("tool")
+        table = tool.get("firewall") if isinstance(tool, dict) else None
         if table is None:
             raise ConfigError(
                 f"{path}: has no [tool.firewall] table; add one or create firewall.toml"
