@@ -16,7 +16,9 @@ from firewall.policy import Status, fmt
 from firewall.report.artefact import Artefact, EvalReport
 
 if TYPE_CHECKING:
+    from firewall.calibrate import Calibration
     from firewall.pipeline import Outcome
+    from firewall.triage import StatusView
 
 _COLOURS = {
     Status.PASS: "green",
@@ -122,3 +124,66 @@ def show_outcome(outcome: Outcome, *, fmt: str, verbose: bool, registry: str) ->
         echo(f"report: {outcome.report_path}")
     else:
         echo("dry run: no file was changed")
+
+
+def status_text(view: StatusView) -> str:
+    """The triage view for people."""
+    lines = []
+    if not view.quarantined:
+        lines.append(f"no eval is quarantined ({view.registry})")
+    else:
+        lines.append(f"{len(view.quarantined)} quarantined in {view.registry} "
+                     f"(trend: last {view.trend_days} days)")
+        header = ("EVAL", "AGE", "MEDIAN", "IQR", "STREAK", "TREND", "ISSUE", "OWNER", "REVIEW")
+        rows = [
+            (q.id, f"{q.age_days}d", number(q.median), number(q.iqr),
+             f"{q.streak}/{q.release_after}", q.sparkline or "-",
+             q.issue_url or (f"#{q.issue}" if q.issue else "-"),
+             f"@{q.owner}" if q.owner else "-",
+             "OVERDUE" if q.overdue else (f"by {q.review_by:%Y-%m-%d}" if q.review_by else "-"))
+            for q in view.quarantined
+        ]
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        lines.append("")
+        for q in view.quarantined:
+            gone = "" if q.defined else " [no longer defined: release it]"
+            lines.append(f"  {q.id} ({q.source}, since {q.since:%Y-%m-%d}){gone}: {q.reason}")
+    if view.overdue:
+        lines.append("")
+        lines.append(f"review overdue: {', '.join(view.overdue)} (a flag, never a failure)")
+    lines.append("")
+    if view.last_run is None:
+        lines.append("last run: none recorded yet")
+    else:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(view.last_run.counts.items()))
+        lines.append(f"last run: {view.last_run.mode} at {view.last_run.build_ts}: {counts}")
+    return "\n".join(lines)
+
+
+def calibration_text(result: Calibration, *, prefix: str, history: str, min_points: int) -> str:
+    """Suggestions as a TOML snippet with the cost of each choice in comments."""
+    overall = result.overall
+    lines = [f"# P80 of the IQRs of {overall.points} probes in {history}"]
+    if prefix:
+        lines.append(f"[{prefix.rstrip('.')}]")
+    if overall.flakiness is None:
+        lines.append(f"# not enough history for an overall suggestion: {overall.points} probes, "
+                     f"need {min_points}")
+    else:
+        lines.append(f"flakiness = {overall.flakiness:g}  # would have quarantined "
+                     f"{percent(overall.quarantined_share)} of past probes "
+                     f"(now {overall.current:g}: {percent(overall.current_share)})")
+    lines.append("")
+    lines.append("# per eval: set `flakiness` in its evals entry or @firewall.eval(flakiness=...)")
+    width = max((len(s.eval_id or "") for s in result.evals), default=0)
+    for s in result.evals:
+        name = (s.eval_id or "").ljust(width)
+        if s.flakiness is None:
+            lines.append(f"# {name}  not enough history: {s.points} probes, need {min_points}")
+        else:
+            lines.append(f"# {name}  flakiness = {s.flakiness:g}  # {s.points} probes; would "
+                         f"have quarantined {percent(s.quarantined_share)} "
+                         f"(now {s.current:g}: {percent(s.current_share)})")
+    return "\n".join(lines)

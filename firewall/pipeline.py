@@ -7,7 +7,6 @@ files, and nothing here prints (progress goes through a callback).
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import os
 import subprocess
@@ -24,6 +23,7 @@ from firewall.atomic import write_atomic
 from firewall.config import LoadedConfig
 from firewall.errors import ArtefactError, UsageError
 from firewall.history import HistoryRow
+from firewall.lifecycle import quarantine_entry
 from firewall.policy import Status, decide
 from firewall.registry import Entry, Registry
 from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
@@ -241,7 +241,7 @@ def run(
     """`firewall run`: probe and gate the selected evals, then record what was decided."""
     part = collect(config, specs, options, cwd=cwd, progress=progress)
     artefact = conclude(config, [part], mode="run", cwd=cwd)
-    return record(config, artefact, options, cwd=cwd, specs={s.id: s for s in part.specs})
+    return record(config, artefact, options, cwd=cwd)
 
 
 def gate(config: LoadedConfig, paths: Sequence[Path], options: RunOptions, *, cwd: Path) -> Outcome:
@@ -255,8 +255,7 @@ def gate(config: LoadedConfig, paths: Sequence[Path], options: RunOptions, *, cw
                                     "give each eval to one shard only")
             seen[eval_id] = path
     artefact = conclude(config, parts, mode="gate", cwd=cwd)
-    specs = {spec.id: spec for part in parts for spec in part.specs}
-    return record(config, artefact, options, cwd=cwd, specs=specs)
+    return record(config, artefact, options, cwd=cwd)
 
 
 def load_part(path: Path) -> Probed:
@@ -279,8 +278,7 @@ def load_part(path: Path) -> Probed:
         raise ArtefactError(f"{path}: malformed probe part at {where}: {first['msg']}") from None
 
 
-def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd: Path,
-           specs: dict[str, EvalSpec]) -> Outcome:
+def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd: Path) -> Outcome:
     """The side effects of a decided run: artefact, new quarantines, history."""
     settings = config.settings
     report_path = options.report or cwd / settings.report
@@ -292,19 +290,12 @@ def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd
         return Outcome(artefact, [], report_path)
     added: list[str] = []
     if fresh:
-        registry = Registry(cwd / settings.registry)
-        review_by = artefact.run.started_at + dt.timedelta(days=settings.nightly.review_days)
-        with registry.edit() as entries:
+        with Registry(cwd / settings.registry).edit() as entries:
             for report in fresh:
-                if report.id in entries:
-                    continue
-                entries[report.id] = Entry(
-                    since=artefact.run.started_at, source="auto", reason=report.reason,
-                    median=report.stats.median, iqr=report.stats.iqr, k=report.k,
-                    git_sha=artefact.run.git_sha, last_probe=artefact.run.started_at,
-                    review_by=review_by, owner=specs[report.id].owner if report.id in specs else None,
-                )
-                added.append(report.id)
+                if report.id not in entries:
+                    entries[report.id] = quarantine_entry(
+                        report, settings, at=artefact.run.started_at, git_sha=artefact.run.git_sha)
+                    added.append(report.id)
     history.append(cwd / settings.history, history_rows(artefact))
     return Outcome(artefact, added, report_path)
 

@@ -123,7 +123,7 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
                             allowed=f"<= {fmt(spec.flakiness)}"))
         if not stable:
             return verdict(Status.QUARANTINE, f"iqr {fmt(stats.iqr)} > flakiness "
-                           f"{fmt(spec.flakiness)} {numbers}")
+                           f"{fmt(spec.flakiness)} (median {fmt(stats.median)}, k={k})")
         if spec.outlier_fence > 0:
             fence = stats.q1 - spec.outlier_fence * max(stats.iqr, spec.flakiness)
             held = stats.min >= fence - EPSILON

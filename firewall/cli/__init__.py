@@ -9,7 +9,19 @@ from types import FrameType
 import click
 
 from firewall._version import __version__
-from firewall.cli import gate, listing, probe, replay, run, schema
+from firewall.cli import (
+    calibrate,
+    gate,
+    history_cmd,
+    listing,
+    nightly,
+    probe,
+    quarantine,
+    replay,
+    run,
+    schema,
+    status,
+)
 from firewall.errors import FirewallError
 from firewall.output import error
 
@@ -58,8 +70,9 @@ def main() -> None:
     """
 
 
-for command in (run.run, probe.probe, gate.gate, listing.list_evals, replay.replay,
-                schema.schema):
+for command in (run.run, probe.probe, gate.gate, nightly.nightly_command, status.status,
+                quarantine.quarantine, calibrate.calibrate_command, listing.list_evals,
+                replay.replay, schema.schema, history_cmd.history_group):
     main.add_command(command)
 
 if __name__ == "__main__":  # pragma: no cover

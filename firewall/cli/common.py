@@ -9,9 +9,13 @@ from typing import Any, TypeVar
 
 import click
 
+from firewall import output
 from firewall.config import LoadedConfig, load_config
 from firewall.discovery import discover, select
+from firewall.lifecycle import overdue
+from firewall.registry import Registry
 from firewall.spec import EvalSpec
+from firewall.timeutil import now
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,3 +70,10 @@ def load_project(config_path: Path | None, ids: Sequence[str] = (), tags: Sequen
     config = load_config(config_path, cwd)
     specs = select(discover(config, cwd), ids, tags)
     return Project(config=config, specs=specs, cwd=cwd)
+
+
+def warn_overdue(project: Project) -> None:
+    """Flag quarantines past their review date: a warning, never a failure."""
+    registry = Registry(project.cwd / project.config.settings.registry)
+    for eval_id in overdue(registry.read(), now()):
+        output.warn(f"{eval_id}: quarantine review is overdue; see `firewall status`")

@@ -7,7 +7,13 @@ from pathlib import Path
 import click
 
 from firewall import output, pipeline
-from firewall.cli.common import SeedParam, config_option, load_project, selection_options
+from firewall.cli.common import (
+    SeedParam,
+    config_option,
+    load_project,
+    selection_options,
+    warn_overdue,
+)
 
 
 @click.command()
@@ -47,4 +53,5 @@ def run(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, k
         progress.close()
     output.show_outcome(outcome, fmt=fmt, verbose=verbose,
                         registry=project.config.settings.registry)
+    warn_overdue(project)
     raise SystemExit(outcome.exit_code)
