@@ -1,4 +1,4 @@
-"""firewall.config: where the configuration is read from, its defaults, and every way to get it wrong."""
+"""firewall.config: where the configuration comes from, its defaults, every way to get it wrong."""
 
 from __future__ import annotations
 
@@ -47,7 +47,9 @@ def test_firewall_toml_is_read_with_keys_at_top_level(project: Path) -> None:
 
 
 def test_pyproject_tool_firewall_table_is_read(project: Path) -> None:
-    write(project / "pyproject.toml", """\
+    write(
+        project / "pyproject.toml",
+        """\
         [project]
         name = "demo"
 
@@ -59,7 +61,8 @@ def test_pyproject_tool_firewall_table_is_read(project: Path) -> None:
         id = "refusals"
         python = "evals.safety:refusal_rate"
         min_pass_rate = 0.9
-        """)
+        """,
+    )
 
     loaded = load_config(None, project)
 
@@ -117,7 +120,9 @@ def test_defaults_follow_the_contract(project: Path) -> None:
     assert settings.paths == []
     assert settings.evals == []
     assert (settings.nightly.k, settings.nightly.release_after, settings.nightly.review_days) == (
-        15, 3, 30
+        15,
+        3,
+        30,
     )
     assert settings.github.issues is True
     assert settings.github.labels == ["flaky-eval"]
@@ -140,7 +145,9 @@ def test_seed_is_a_non_negative_int_or_random(seed: int | str) -> None:
 
 
 def test_the_documented_example_configuration_is_valid(project: Path) -> None:
-    write(project / "pyproject.toml", """\
+    write(
+        project / "pyproject.toml",
+        """\
         [tool.firewall]
         k = 7
         threshold = 0.80
@@ -179,7 +186,8 @@ def test_the_documented_example_configuration_is_valid(project: Path) -> None:
         tags = ["safety"]
         owner = "@octo-org/safety"
         blocking = false
-        """)
+        """,
+    )
 
     settings = load_config(None, project).settings
 
@@ -340,7 +348,9 @@ def test_every_problem_is_reported_not_only_the_first() -> None:
 
 
 def test_errors_in_pyproject_carry_the_tool_firewall_prefix(project: Path) -> None:
-    write(project / "pyproject.toml", """\
+    write(
+        project / "pyproject.toml",
+        """\
         [tool.firewall]
         k = "7"
 
@@ -348,7 +358,8 @@ def test_errors_in_pyproject_carry_the_tool_firewall_prefix(project: Path) -> No
         id = "refusals"
         python = "evals.safety:refusal_rate"
         budgets = { p99 = 3 }
-        """)
+        """,
+    )
 
     message = load_error(project)
 

@@ -20,8 +20,15 @@ SEED = 1234567
 HUGE = 17 * 1024 * 1024  # more than the 16 MiB of stdout the runner keeps
 
 
-def run(cwd: Path, spec: EvalSpec, *, trials: int = 1, k: int = 7, concurrency: int = 1,
-        seed: int = SEED) -> list[TrialRecord]:
+def run(
+    cwd: Path,
+    spec: EvalSpec,
+    *,
+    trials: int = 1,
+    k: int = 7,
+    concurrency: int = 1,
+    seed: int = SEED,
+) -> list[TrialRecord]:
     tasks = [Task(spec, index, seed + index, k) for index in range(trials)]
     return Runner(concurrency=concurrency, cwd=cwd).run(tasks)
 
@@ -112,9 +119,7 @@ def test_placeholders_are_replaced(project: Path) -> None:
     ],
 )
 def test_an_eval_id_cannot_inject_shell(project: Path, hostile_id: str) -> None:
-    spec = command_spec(
-        """printf '%s' {eval_id} > seen.txt; echo '{"score": 1}'""", id=hostile_id
-    )
+    spec = command_spec("""printf '%s' {eval_id} > seen.txt; echo '{"score": 1}'""", id=hostile_id)
 
     record = run_one(project, spec)
 
@@ -239,7 +244,7 @@ def test_an_unparsable_result_file_is_an_error(project: Path) -> None:
 
 def test_the_stderr_tail_is_one_line_and_keeps_the_end(project: Path) -> None:
     spec = command_spec(
-        "i=0; while [ $i -lt 2000 ]; do echo \"line $i\" >&2; i=$((i+1)); done; exit 4"
+        'i=0; while [ $i -lt 2000 ]; do echo "line $i" >&2; i=$((i+1)); done; exit 4'
     )
 
     message = error_of(run_one(project, spec))
@@ -259,9 +264,7 @@ def test_huge_output_without_a_result_is_an_error(project: Path) -> None:
 
 
 def test_huge_output_before_the_result_line_keeps_the_result(project: Path) -> None:
-    spec = command_spec(
-        f"""head -c {HUGE} /dev/zero | tr '\\0' x; echo; echo '{{"score": 0.5}}'"""
-    )
+    spec = command_spec(f"""head -c {HUGE} /dev/zero | tr '\\0' x; echo; echo '{{"score": 0.5}}'""")
 
     record = run_one(project, spec)
 
@@ -321,10 +324,14 @@ def test_a_failing_trial_does_not_affect_the_next(project: Path) -> None:
 
 
 def test_python_eval_returning_a_float(project: Path) -> None:
-    write_module(project, "ev_float", """
+    write_module(
+        project,
+        "ev_float",
+        """
         def accuracy(seed):
             return 0.5 + (seed % 2) / 4
-    """)
+    """,
+    )
 
     records = run(project, python_spec("ev_float:accuracy"), trials=2, seed=10)
 
@@ -333,7 +340,10 @@ def test_python_eval_returning_a_float(project: Path) -> None:
 
 
 def test_python_eval_gets_trial_only_when_it_accepts_it(project: Path) -> None:
-    write_module(project, "ev_kwargs", """
+    write_module(
+        project,
+        "ev_kwargs",
+        """
         def with_trial(seed, trial):
             return {"score": 1, "fields": {"seed": seed, "trial": trial}}
 
@@ -345,7 +355,8 @@ def test_python_eval_gets_trial_only_when_it_accepts_it(project: Path) -> None:
 
         def var_keywords(seed, **extra):
             return {"score": 1, "fields": extra}
-    """)
+    """,
+    )
 
     with_trial = run(project, python_spec("ev_kwargs:with_trial"), trials=2, seed=40)
     seed_only = run_one(project, python_spec("ev_kwargs:seed_only"), seed=40)
@@ -359,13 +370,17 @@ def test_python_eval_gets_trial_only_when_it_accepts_it(project: Path) -> None:
 
 
 def test_async_python_eval_is_awaited(project: Path) -> None:
-    write_module(project, "ev_async", """
+    write_module(
+        project,
+        "ev_async",
+        """
         import asyncio
 
         async def judge(seed, trial):
             await asyncio.sleep(0.01)
             return 0.25 * (trial + 1)
-    """)
+    """,
+    )
 
     records = run(project, python_spec("ev_async:judge"), trials=3)
 
@@ -388,12 +403,16 @@ def test_async_python_eval_is_awaited(project: Path) -> None:
 def test_python_eval_return_values(
     project: Path, expression: str, score: float, passed: bool
 ) -> None:
-    write_module(project, "ev_returns", f"""
+    write_module(
+        project,
+        "ev_returns",
+        f"""
         import firewall
 
         def value(seed):
             return {expression}
-    """)
+    """,
+    )
 
     record = run_one(project, python_spec("ev_returns:value"))
 
@@ -401,13 +420,17 @@ def test_python_eval_return_values(
 
 
 def test_python_eval_trial_result_carries_violations_and_metrics(project: Path) -> None:
-    write_module(project, "ev_result", """
+    write_module(
+        project,
+        "ev_result",
+        """
         import firewall
 
         def check(seed):
             return firewall.TrialResult(score=1.0, violations=["pii-in-reply"],
                                         metrics={"latency_ms": 12.5}, fields={"action": "refund"})
-    """)
+    """,
+    )
 
     record = run_one(project, python_spec("ev_result:check"))
 
@@ -420,13 +443,19 @@ def test_python_eval_trial_result_carries_violations_and_metrics(project: Path) 
     ("expression", "score"),
     [("numpy.bool_(True)", 1.0), ("numpy.float32(0.5)", 0.5), ("numpy.int64(0)", 0.0)],
 )
-def test_python_eval_numpy_scalars_are_numbers(project: Path, expression: str, score: float) -> None:
-    write_module(project, "ev_numpy", f"""
+def test_python_eval_numpy_scalars_are_numbers(
+    project: Path, expression: str, score: float
+) -> None:
+    write_module(
+        project,
+        "ev_numpy",
+        f"""
         import numpy
 
         def value(seed):
             return {expression}
-    """)
+    """,
+    )
 
     record = run_one(project, python_spec("ev_numpy:value"))
 
@@ -449,10 +478,14 @@ def test_python_eval_numpy_scalars_are_numbers(project: Path, expression: str, s
 def test_python_eval_bad_return_values_are_errors(
     project: Path, expression: str, named: str
 ) -> None:
-    write_module(project, "ev_bad", f"""
+    write_module(
+        project,
+        "ev_bad",
+        f"""
         def value(seed):
             return {expression}
-    """)
+    """,
+    )
 
     message = error_of(run_one(project, python_spec("ev_bad:value")))
 
@@ -460,10 +493,14 @@ def test_python_eval_bad_return_values_are_errors(
 
 
 def test_python_eval_exception_is_an_error_with_type_and_message(project: Path) -> None:
-    write_module(project, "ev_raises", """
+    write_module(
+        project,
+        "ev_raises",
+        """
         def judge(seed):
             raise ValueError(f"judge said no to seed {seed}")
-    """)
+    """,
+    )
 
     message = error_of(run_one(project, python_spec("ev_raises:judge"), seed=77))
 
@@ -472,12 +509,16 @@ def test_python_eval_exception_is_an_error_with_type_and_message(project: Path) 
 
 
 def test_python_eval_sys_exit_is_an_error(project: Path) -> None:
-    write_module(project, "ev_exit", """
+    write_module(
+        project,
+        "ev_exit",
+        """
         import sys
 
         def judge(seed):
             sys.exit(4)
-    """)
+    """,
+    )
 
     message = error_of(run_one(project, python_spec("ev_exit:judge")))
 
@@ -500,16 +541,23 @@ def test_python_eval_missing_function_is_an_error(project: Path) -> None:
 
 def test_python_evals_import_from_the_working_directory(project: Path) -> None:
     (project / "evals").mkdir()
-    write_module(project / "evals", "safety", """
+    write_module(
+        project / "evals",
+        "safety",
+        """
         def refusal_rate(seed):
             return True
-    """)
+    """,
+    )
 
     assert run_one(project, python_spec("evals.safety:refusal_rate")).score == 1.0
 
 
 def test_python_eval_crash_costs_one_trial(project: Path) -> None:
-    write_module(project, "ev_crash", """
+    write_module(
+        project,
+        "ev_crash",
+        """
         import os
         import sys
 
@@ -518,7 +566,8 @@ def test_python_eval_crash_costs_one_trial(project: Path) -> None:
                 print("segfault incoming", file=sys.stderr, flush=True)
                 os._exit(3)
             return 0.9
-    """)
+    """,
+    )
 
     first, second, third = run(project, python_spec("ev_crash:flaky"), trials=3)
 
@@ -529,7 +578,10 @@ def test_python_eval_crash_costs_one_trial(project: Path) -> None:
 
 
 def test_python_eval_killed_by_a_signal_costs_one_trial(project: Path) -> None:
-    write_module(project, "ev_signal", """
+    write_module(
+        project,
+        "ev_signal",
+        """
         import os
         import signal
 
@@ -537,7 +589,8 @@ def test_python_eval_killed_by_a_signal_costs_one_trial(project: Path) -> None:
             if trial == 0:
                 os.kill(os.getpid(), signal.SIGKILL)
             return 0.9
-    """)
+    """,
+    )
 
     first, second = run(project, python_spec("ev_signal:flaky"), trials=2)
 
@@ -546,11 +599,15 @@ def test_python_eval_killed_by_a_signal_costs_one_trial(project: Path) -> None:
 
 
 def test_python_eval_result_over_16_mib_costs_one_trial(project: Path) -> None:
-    write_module(project, "ev_huge", """
+    write_module(
+        project,
+        "ev_huge",
+        """
         def big(seed, trial):
             blob = "x" * (17 * 1024 * 1024) if trial == 0 else "small"
             return {"score": 1.0, "fields": {"blob": blob}}
-    """)
+    """,
+    )
 
     first, second = run(project, python_spec("ev_huge:big"), trials=2)
 
@@ -559,19 +616,25 @@ def test_python_eval_result_over_16_mib_costs_one_trial(project: Path) -> None:
 
 
 def test_python_eval_hang_is_killed_at_the_timeout(project: Path) -> None:
-    write_module(project, "ev_hang", """
+    write_module(
+        project,
+        "ev_hang",
+        """
         import time
 
         def slow(seed, trial):
             if trial == 0:
                 time.sleep(60)
             return 0.9
-    """)
+    """,
+    )
 
     # the same target twice on one slot; only the hanging trial has the short timeout, so a
     # slow machine restarting the worker cannot make the second trial time out too
-    tasks = [Task(python_spec("ev_hang:slow", timeout=1), 0, SEED, 2),
-             Task(python_spec("ev_hang:slow", timeout=60), 1, SEED + 1, 2)]
+    tasks = [
+        Task(python_spec("ev_hang:slow", timeout=1), 0, SEED, 2),
+        Task(python_spec("ev_hang:slow", timeout=60), 1, SEED + 1, 2),
+    ]
     first, second = Runner(concurrency=1, cwd=project).run(tasks)
 
     message = error_of(first)
@@ -580,7 +643,10 @@ def test_python_eval_hang_is_killed_at_the_timeout(project: Path) -> None:
 
 
 def test_print_inside_a_python_eval_does_not_corrupt_the_protocol(project: Path) -> None:
-    write_module(project, "ev_print", """
+    write_module(
+        project,
+        "ev_print",
+        """
         import os
         import sys
 
@@ -595,7 +661,8 @@ def test_print_inside_a_python_eval_does_not_corrupt_the_protocol(project: Path)
             os.write(1, b'{"result": {"score": 0.2}}\\n')
             print("x" * 100_000)
             return 0.9
-    """)
+    """,
+    )
 
     records = run(project, python_spec("ev_print:chatty"), trials=3)
 
@@ -610,13 +677,17 @@ def test_concurrency_bounds_and_reaches_the_trials_in_flight(project: Path, kind
     if kind == "command":
         spec = command_spec("""sleep 0.5; echo '{"score": 1}'""")
     else:
-        write_module(project, "ev_sleep", """
+        write_module(
+            project,
+            "ev_sleep",
+            """
             import time
 
             def slow(seed):
                 time.sleep(0.5)
                 return 1.0
-        """)
+        """,
+        )
         spec = python_spec("ev_sleep:slow")
 
     records = run(project, spec, trials=8, concurrency=4)
@@ -632,10 +703,14 @@ def test_no_tasks_no_records(project: Path) -> None:
 
 
 def test_mixed_tasks_come_back_in_task_order(project: Path) -> None:
-    write_module(project, "ev_mixed", """
+    write_module(
+        project,
+        "ev_mixed",
+        """
         def value(seed, trial):
             return trial / 10
-    """)
+    """,
+    )
     python = python_spec("ev_mixed:value", id="py")
     command = command_spec("""echo "{\\"score\\": 0.$FIREWALL_TRIAL}" """, id="cmd")
     tasks = [Task(spec, index, 100 + index, 3) for index in range(3) for spec in (python, command)]
@@ -643,5 +718,10 @@ def test_mixed_tasks_come_back_in_task_order(project: Path) -> None:
     records = Runner(concurrency=3, cwd=project).run(tasks)
 
     assert [(record.index, record.seed, record.score) for record in records] == [
-        (0, 100, 0.0), (0, 100, 0.0), (1, 101, 0.1), (1, 101, 0.1), (2, 102, 0.2), (2, 102, 0.2)
+        (0, 100, 0.0),
+        (0, 100, 0.0),
+        (1, 101, 0.1),
+        (1, 101, 0.1),
+        (2, 102, 0.2),
+        (2, 102, 0.2),
     ]

@@ -12,7 +12,7 @@ from firewall.seeds import fresh_base_seed, trial_seed
 
 def oracle(base_seed: int, eval_id: str, index: int) -> int:
     """Contract §3, written out independently: the first 4 digest bytes, big-endian, 31 bits."""
-    digest = hashlib.sha256(f"{base_seed}:{eval_id}:{index}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{base_seed}:{eval_id}:{index}".encode()).digest()
     (word,) = struct.unpack(">I", digest[:4])
     return word % 2**31
 

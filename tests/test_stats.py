@@ -1,4 +1,4 @@
-"""firewall.stats against independent oracles: numpy/scipy for quartiles, statsmodels for the rest."""
+"""firewall.stats against independent oracles: numpy/scipy quartiles, statsmodels for the rest."""
 
 from __future__ import annotations
 
@@ -195,15 +195,17 @@ def contingency(rater_a: Sequence[Hashable], rater_b: Sequence[Hashable]) -> np.
     labels = sorted(set(rater_a) | set(rater_b), key=repr)
     position = {label: i for i, label in enumerate(labels)}
     table = np.zeros((len(labels), len(labels)))
-    for a, b in zip(rater_a, rater_b):
+    for a, b in zip(rater_a, rater_b, strict=True):
         table[position[a], position[b]] += 1
     return table
 
 
 def kappa_cases() -> list[tuple[list[str], list[str]]]:
     cases = [
-        (["yes"] * 20 + ["no"] * 10 + ["yes"] * 5 + ["no"] * 15,
-         ["yes"] * 20 + ["yes"] * 10 + ["no"] * 5 + ["no"] * 15),
+        (
+            ["yes"] * 20 + ["no"] * 10 + ["yes"] * 5 + ["no"] * 15,
+            ["yes"] * 20 + ["yes"] * 10 + ["no"] * 5 + ["no"] * 15,
+        ),
         (["a", "b", "c", "a", "b", "c"], ["a", "b", "c", "a", "b", "c"]),
         (["a", "b", "a", "b"], ["b", "a", "b", "a"]),
         (["a", "a", "a", "b"], ["a", "a", "a", "a"]),
@@ -212,8 +214,10 @@ def kappa_cases() -> list[tuple[list[str], list[str]]]:
     rng = np.random.default_rng(7)
     for n in (5, 12, 40, 200):
         a = rng.choice(["billing", "refund", "other"], n).tolist()
-        b = [label if rng.random() < 0.7 else str(rng.choice(["billing", "refund", "other"]))
-             for label in a]
+        b = [
+            label if rng.random() < 0.7 else str(rng.choice(["billing", "refund", "other"]))
+            for label in a
+        ]
         cases.append((a, b))
     return cases
 
