@@ -1,0 +1,67 @@
+"""The quarantine lifecycle as pure functions: streaks, resets, errors and release."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from firewall.config import Settings
+from firewall.lifecycle import advance, overdue, quarantine_entry
+from firewall.policy import Status
+from firewall.registry import Entry
+from firewall.report.artefact import EvalReport
+from firewall.spec import Source
+from firewall.stats import Stats
+
+AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
+
+
+def report(status: Status, *, median: float = 0.9, iqr: float = 0.01) -> EvalReport:
+    return EvalReport(id="tone", status=status, blocking=False, reason=f"{status.value} because",
+                      source=Source(file="evals/tone.py", line=3), k=15, threshold=0.8,
+                      flakiness=0.03, stats=Stats(median=median, iqr=iqr))
+
+
+def entry(streak: int = 0) -> Entry:
+    return Entry(since=AT - dt.timedelta(days=3), source="auto", reason="iqr 0.2 > 0.03",
+                 median=0.7, iqr=0.2, k=7, stable_streak=streak)
+
+
+def test_a_stable_probe_adds_one_to_the_streak() -> None:
+    kept, event = advance(entry(1), report(Status.PASS), release_after=3, at=AT)
+    assert kept is not None and kept.stable_streak == 2
+    assert kept.last_probe == AT and kept.iqr == 0.01 and kept.k == 15
+    assert event.kind == "stable" and "2/3" in event.message
+
+
+def test_an_unstable_probe_resets_the_streak() -> None:
+    kept, event = advance(entry(2), report(Status.QUARANTINE, iqr=0.2), release_after=3, at=AT)
+    assert kept is not None and kept.stable_streak == 0
+    assert event.kind == "unstable" and "reset" in event.message
+
+
+def test_an_erroring_probe_leaves_the_streak_and_says_so() -> None:
+    kept, event = advance(entry(2), report(Status.ERROR), release_after=3, at=AT)
+    assert kept is not None and kept.stable_streak == 2
+    assert kept.median == 0.7, "an errored probe measured nothing"
+    assert event.kind == "errored" and "unchanged at 2/3" in event.message
+
+
+def test_the_streak_reaching_release_after_releases() -> None:
+    kept, event = advance(entry(2), report(Status.PASS), release_after=3, at=AT)
+    assert kept is None
+    assert event.kind == "released" and not event.fails_gate
+
+
+def test_a_release_below_threshold_says_it_will_now_fail() -> None:
+    kept, event = advance(entry(0), report(Status.FAIL, median=0.6), release_after=1, at=AT)
+    assert kept is None and event.fails_gate
+    assert "will now FAIL the gate" in event.message
+
+
+@pytest.mark.parametrize("days, expected", [(29, []), (31, ["tone"])])
+def test_overdue_after_review_days(days: int, expected: list[str]) -> None:
+    made = quarantine_entry(report(Status.QUARANTINE), Settings(), at=AT, git_sha="abc")
+    assert made.review_by == AT + dt.timedelta(days=30)
+    assert overdue({"tone": made}, AT + dt.timedelta(days=days)) == expected
