@@ -1,0 +1,136 @@
+"""`firewall status` and `firewall calibrate` on hand-made histories with known answers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from firewall import history
+from firewall.calibrate import calibrate
+from firewall.cli import main
+from firewall.registry import Entry, Registry
+from firewall.sparkline import sparkline
+from firewall.timeutil import now, to_text
+from firewall.triage import build
+
+AT = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def row(eval_id: str, run: str, *, days_ago: float, median: float | None = 0.8,
+        iqr: float | None = 0.01, status: str = "pass", mode: str = "run") -> dict[str, object]:
+    return {"eval_id": eval_id, "run_id": run, "mode": mode, "status": status, "k": 7,
+            "median": median, "iqr": iqr, "build_ts": to_text(AT - dt.timedelta(days=days_ago))}
+
+
+def entry(days_ago: int, streak: int = 1, **extra: object) -> Entry:
+    since = AT - dt.timedelta(days=days_ago)
+    return Entry(since=since, source="auto", reason="iqr 0.2 > 0.03", median=0.7, iqr=0.2, k=7,
+                 stable_streak=streak, review_by=since + dt.timedelta(days=30), **extra)
+
+
+def test_status_joins_registry_trend_and_last_run() -> None:
+    rows = [
+        row("tone", "r1", days_ago=20, median=0.1),  # outside the 14-day window
+        row("tone", "r2", days_ago=10, median=0.6, status="quarantine"),
+        row("other", "r2", days_ago=10),
+        row("tone", "r3", days_ago=1, median=None, status="error", mode="nightly"),
+        row("tone", "r4", days_ago=0.5, median=0.9, status="quarantined", mode="nightly"),
+        row("other", "r4", days_ago=0.5, status="fail", mode="nightly"),
+    ]
+    view = build({"tone": entry(45, streak=2, issue=42, owner="alice")}, rows, at=AT,
+                 registry="quarantine.json", release_after=3, days=14, defined={"tone"})
+    (tone,) = view.quarantined
+    assert tone.trend == [0.6, None, 0.9]
+    assert tone.sparkline == "▁·█"
+    assert (tone.age_days, tone.streak, tone.release_after) == (45, 2, 3)
+    assert tone.overdue and view.overdue == ["tone"]
+    assert tone.issue == 42 and tone.owner == "alice"
+    assert view.last_run is not None and view.last_run.run_id == "r4"
+    assert view.last_run.counts == {"quarantined": 1, "fail": 1}
+
+
+def test_issue_links_use_the_github_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_REPOSITORY", "acme/bot")
+    view = build({"tone": entry(1, issue=7)}, [], at=AT, registry="q.json", release_after=3,
+                 days=14, defined=set())
+    assert view.quarantined[0].issue_url == "https://github.com/acme/bot/issues/7"
+    assert view.quarantined[0].defined is False
+    assert view.last_run is None
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([0.1, 0.5, 0.9], "▁▅█"),
+    ([0.8, 0.8], "▅▅"),
+    ([None, 0.3], "·▅"),
+    ([], ""),
+])
+def test_sparkline(values: list[float | None], expected: str) -> None:
+    assert sparkline(values) == expected
+
+
+def test_calibrate_suggests_the_p80_and_its_cost() -> None:
+    iqrs = [i / 100 for i in range(20)]  # 0.00 .. 0.19
+    rows = [row("tone", f"r{i}", days_ago=i, iqr=v) for i, v in enumerate(iqrs)]
+    rows += [row("young", "r0", days_ago=0, iqr=0.5)]
+    result = calibrate(rows, {"tone": 0.03}, 0.03)
+    tone = next(s for s in result.evals if s.eval_id == "tone")
+    assert tone.eval_id == "tone" and tone.points == 20
+    assert tone.flakiness == pytest.approx(float(np.percentile(iqrs, 80)))
+    assert tone.quarantined_share == pytest.approx(4 / 20)  # 0.16 .. 0.19 exceed 0.152
+    assert tone.current_share == pytest.approx(16 / 20)  # 0.04 .. 0.19 exceed 0.03
+    young = next(s for s in result.evals if s.eval_id == "young")
+    assert young.flakiness is None and young.points == 1
+    assert result.overall.points == 21
+
+
+def test_calibrate_ignores_rows_without_an_iqr() -> None:
+    rows = [row("tone", "r", days_ago=0, iqr=None)] * 30
+    assert calibrate(rows, {}, 0.03).overall.points == 0
+
+
+def write_history(root: Path, rows: list[dict[str, object]]) -> None:
+    path = root / ".firewall" / "history.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn": ')
+
+
+def test_status_and_calibrate_commands(project: Path) -> None:
+    (project / "firewall.toml").write_text('[[evals]]\nid = "tone"\ncommand = "true"\n')
+    recent = now()
+    rows = [{**row("tone", f"r{i}", days_ago=0, iqr=i / 100), "build_ts": to_text(recent)}
+            for i in range(12)]
+    write_history(project, rows)
+    with Registry(project / "quarantine.json").edit() as entries:
+        entries["tone"] = Entry(since=recent, source="manual", reason="vendor outage",
+                                stable_streak=1)
+    runner = CliRunner()
+    text = runner.invoke(main, ["status"]).output
+    assert "tone" in text and "1/3" in text and "vendor outage" in text
+    data = json.loads(runner.invoke(main, ["status", "--json"]).output)
+    assert data["quarantined"][0]["id"] == "tone" and len(data["quarantined"][0]["trend"]) == 12
+    snippet = runner.invoke(main, ["calibrate"]).output
+    assert "flakiness = 0.088" in snippet and "12 probes" in snippet
+    assert "would have quarantined 25%" in snippet  # 0.09, 0.10, 0.11 of 12
+    assert json.loads(runner.invoke(main, ["calibrate", "--json"]).output)["overall"]["points"] == 12
+
+
+def test_calibrate_without_history_says_so(project: Path) -> None:
+    (project / "firewall.toml").write_text('[[evals]]\nid = "tone"\ncommand = "true"\n')
+    result = CliRunner().invoke(main, ["calibrate"])
+    assert result.exit_code == 2 and "no probes recorded" in result.output
+
+
+def test_history_compaction_keeps_recent_rows(project: Path) -> None:
+    (project / "firewall.toml").write_text("")
+    recent, old = now(), now() - dt.timedelta(days=200)
+    write_history(project, [{**row("a", "r1", days_ago=0), "build_ts": to_text(old)},
+                            {**row("a", "r2", days_ago=0), "build_ts": to_text(recent)}])
+    result = CliRunner().invoke(main, ["history", "compact", "--keep-days", "90"])
+    assert result.exit_code == 0 and "kept 1 rows, dropped 2" in result.output
+    kept = list(history.scan(project / ".firewall" / "history.jsonl"))
+    assert [r["run_id"] for r in kept] == ["r2"]
