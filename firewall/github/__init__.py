@@ -1,0 +1,1 @@
+"""GitHub Actions integration: annotations, job summary, outputs and issues."""
