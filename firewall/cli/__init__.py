@@ -13,6 +13,7 @@ from firewall.cli import (
     calibrate,
     gate,
     history_cmd,
+    init,
     listing,
     nightly,
     probe,
@@ -72,7 +73,7 @@ def main() -> None:
 
 for command in (run.run, probe.probe, gate.gate, nightly.nightly_command, status.status,
                 quarantine.quarantine, calibrate.calibrate_command, listing.list_evals,
-                replay.replay, schema.schema, history_cmd.history_group):
+                replay.replay, schema.schema, history_cmd.history_group, init.init):
     main.add_command(command)
 
 if __name__ == "__main__":  # pragma: no cover
