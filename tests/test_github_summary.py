@@ -1,0 +1,237 @@
+"""The job summary: order, escaping, the quarantine section, and the 1 MiB limit."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from firewall.github.summary import SUMMARY_LIMIT, append_summary, cell, render_summary
+from firewall.policy import Status
+from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
+from firewall.spec import Source
+from firewall.stats import Stats
+
+COLUMNS = 8
+UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def report(eval_id: str, status: Status, **overrides: Any) -> EvalReport:
+    fields: dict[str, Any] = {
+        "id": eval_id,
+        "status": status,
+        "blocking": True,
+        "reason": f"{eval_id} reason",
+        "source": Source(file="evals/triage.py", line=12),
+        "k": 7,
+        "threshold": 0.85,
+        "flakiness": 0.03,
+        "stats": Stats(median=0.9, iqr=0.01, pass_rate=1.0),
+    }
+    fields.update(overrides)
+    return EvalReport(**fields)
+
+
+def artefact(*reports: EvalReport, exit_code: int = 0, complete: bool = True) -> Artefact:
+    run = RunInfo(
+        mode="run",
+        base_seed=20261129,
+        started_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+        complete=complete,
+        git_sha="0123456789abcdef",
+    )
+    counts = {s.value: sum(r.status is s for r in reports) for s in Status}
+    return Artefact(run=run, summary=Summary(exit_code=exit_code, **counts), evals=list(reports))
+
+
+def table_rows(markdown: str) -> list[list[str]]:
+    """The cells of every body row of the table, split where GitHub would split them."""
+    lines = markdown.splitlines()
+    start = lines.index("|---|---|--:|--:|--:|--:|---|---|") + 1
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = UNESCAPED_PIPE.split(line)
+        assert cells[0] == "" and cells[-1] == "", line
+        rows.append([c.strip() for c in cells[1:-1]])
+    return rows
+
+
+def test_every_eval_in_a_row_failures_first() -> None:
+    run = artefact(
+        report("passes", Status.PASS),
+        report("held", Status.QUARANTINED),
+        report("scatters", Status.QUARANTINE, stats=Stats(median=0.8, iqr=0.2)),
+        report("judge", Status.FAIL, blocking=False),
+        report("crashes", Status.ERROR, stats=Stats(errors=7)),
+        report("fails", Status.FAIL, stats=Stats(median=0.61, iqr=0.01, pass_rate=0.0)),
+        exit_code=1,
+    )
+    rows = table_rows(render_summary(run, trends={"fails": "▁▂▃"}))
+    assert [(r[0], r[1]) for r in rows] == [
+        ("❌ FAIL", "fails"),
+        ("💥 ERROR", "crashes"),
+        ("⚠️ FAIL (non-blocking)", "judge"),
+        ("🚧 QUARANTINE", "scatters"),
+        ("🔒 QUARANTINED", "held"),
+        ("✅ PASS", "passes"),
+    ]
+    assert rows[0] == ["❌ FAIL", "fails", "0.61", "0.01", "7", "0%", "▁▂▃", "fails reason"]
+    assert rows[1][2:6] == ["-", "-", "7", "-"]  # nothing scored
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "title"),
+    [
+        (0, "## ✅ Flakiness Firewall: PASS"),
+        (1, "## ❌ Flakiness Firewall: FAIL"),
+        (3, "## 💥 Flakiness Firewall: ERROR"),
+        (130, "## 💥 Flakiness Firewall: ERROR"),
+    ],
+)
+def test_the_title_gives_the_overall_result(exit_code: int, title: str) -> None:
+    markdown = render_summary(artefact(report("a", Status.PASS), exit_code=exit_code))
+    assert markdown.splitlines()[0] == title
+
+
+def test_counts_and_run_line() -> None:
+    run = artefact(report("a", Status.PASS), report("b", Status.FAIL, blocking=False))
+    lines = render_summary(run).splitlines()
+    assert lines[2] == (
+        "**1** passed · **1** failed · **0** errored · **0** newly quarantined · "
+        "**0** in quarantine (1 of the failures and errors non-blocking)"
+    )
+    assert lines[4] == "Run: mode run, base seed 20261129, commit 0123456789ab, exit code 0"
+
+
+def test_an_interrupted_run_says_so() -> None:
+    markdown = render_summary(artefact(report("a", Status.PASS), exit_code=130, complete=False))
+    assert markdown.startswith("## 💥 Flakiness Firewall: ERROR (interrupted)\n")
+    assert "> The run was interrupted: these results are incomplete." in markdown
+
+
+def test_no_evals() -> None:
+    assert "No evals were selected." in render_summary(artefact())
+
+
+HOSTILE = [
+    "a | b | c",
+    "line\nbreak\r\nand\rmore\u2028end",
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "![pixel](https://tracker.example/p.png)",
+    "[click](javascript:alert(1))",
+    "`code` and ``more``",
+    "*bold* _it_ ~~gone~~ # heading \\",
+    "&lt;already escaped&gt;",
+    "\\| escaped pipe already",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_a_reason_stays_inside_its_cell(text: str) -> None:
+    run = artefact(report(text, Status.FAIL, reason=text), exit_code=1)
+    markdown = render_summary(run, trends={text: text})
+    rows = table_rows(markdown)
+    assert len(rows) == 1 and len(rows[0]) == COLUMNS
+    assert "<" not in markdown  # no HTML can open
+    assert "](" not in rows[0][7].replace("\\]", "")  # no link or image syntax survives
+
+
+def test_cell_escaping() -> None:
+    assert cell("a|b") == "a\\|b"
+    assert cell("one\ntwo\r\nthree") == "one two three"
+    assert cell("<b>&</b>") == "&lt;b&gt;&amp;&lt;/b&gt;"
+    assert cell("![x](y)") == "\\!\\[x\\](y)"
+    assert cell("x" * 10, limit=4) == "xxxx…"
+
+
+def test_quarantines_with_their_issues() -> None:
+    run = artefact(
+        report("new", Status.QUARANTINE, reason="iqr 0.21 > 0.03"),
+        report("old", Status.QUARANTINED, reason="in quarantine since 2026-01-01"),
+        report("fine", Status.PASS),
+    )
+    links = {"new": "https://github.com/o/r/issues/42", "old": "https://ghe.example/o/r/x (y)"}
+    markdown = render_summary(run, issue_links=links)
+    section = markdown.split("### Quarantine\n", 1)[1]
+    assert (
+        "- 🚧 QUARANTINE **new**: iqr 0.21 &gt; 0.03 ([#42](https://github.com/o/r/issues/42))"
+        in section
+    )
+    assert "([issue](https://ghe.example/o/r/x%20%28y%29))" in section
+    assert "fine" not in section
+
+
+def test_no_quarantine_section_without_quarantines() -> None:
+    assert "### Quarantine" not in render_summary(artefact(report("a", Status.PASS)))
+
+
+def test_an_issue_link_that_is_not_a_url_is_text() -> None:
+    run = artefact(report("q", Status.QUARANTINE))
+    markdown = render_summary(run, issue_links={"q": "javascript:alert(1)"})
+    assert "](javascript" not in markdown
+
+
+def test_overdue_reviews_are_listed() -> None:
+    markdown = render_summary(artefact(), overdue=["a_b", "c"])
+    assert "### Review overdue\n\na\\_b, c: see `firewall status`" in markdown
+
+
+def test_huge_suite_is_cut_to_the_limit_with_a_note() -> None:
+    statuses = [Status.PASS] * 17 + [Status.FAIL, Status.QUARANTINE, Status.ERROR]
+    reports = [
+        report(
+            f"eval-{i:05}",
+            statuses[i % 20],
+            reason=f"median 0.{i:05} vs threshold 0.85, k=7 "
+            "and a reason long enough to make the table large",
+        )
+        for i in range(20_000)
+    ]
+    run = artefact(*reports, exit_code=1)
+    markdown = render_summary(run, report="out/firewall-report.json")
+    assert len(markdown.encode("utf-8")) <= SUMMARY_LIMIT
+    rows = table_rows(markdown)
+    note = re.search(r"_(\d+) more evals not shown", markdown)
+    assert note is not None
+    omitted = int(note.group(1))
+    assert 0 < omitted < 20_000
+    assert len(rows) + omitted == 20_000
+    assert "The JSON report (out/firewall-report.json) has all of them." in markdown
+    # The worst are the ones kept: every failure, error and quarantine comes first.
+    assert [r[0] for r in rows[:3000]] == ["❌ FAIL"] * 1000 + ["💥 ERROR"] * 1000 + [
+        "🚧 QUARANTINE"
+    ] * 1000
+    assert "### Quarantine" in markdown
+
+
+def test_the_cut_is_as_late_as_the_limit_allows() -> None:
+    run = artefact(*(report(f"e{i:03}", Status.PASS) for i in range(300)))
+    full = render_summary(run)
+    size = len(full.encode("utf-8"))
+    assert render_summary(run, limit_bytes=size) == full
+    row_bytes = len(next(line for line in full.splitlines() if "e000" in line).encode()) + 1
+    for limit in (size - 1, size // 2, 5000):
+        cut = render_summary(run, limit_bytes=limit)
+        kept = len(table_rows(cut))
+        assert f"_{300 - kept} more evals not shown" in cut
+        # Within the limit, and no room left for one more row.
+        assert limit - row_bytes < len(cut.encode("utf-8")) <= limit
+
+
+def test_a_limit_too_small_for_the_header_is_refused() -> None:
+    with pytest.raises(ValueError, match="limit_bytes=100"):
+        render_summary(artefact(report("a", Status.PASS)), limit_bytes=100)
+
+
+def test_append_summary_adds_to_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "step_summary"
+    path.write_text("# earlier step\n", encoding="utf-8")
+    append_summary(path, "## ours")
+    append_summary(path, "more\n")
+    assert path.read_text(encoding="utf-8") == "# earlier step\n## ours\nmore\n"
