@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.policy import Status, fmt
 from firewall.report.artefact import Artefact, EvalReport
 
@@ -94,8 +95,16 @@ def table(reports: Sequence[EvalReport], *, colour: bool | None = None, verbose:
         if colour:
             cells[0] = click.style(cells[0], fg=_COLOURS[report.status], bold=True)
         lines.append("  ".join(cells) + "  " + row[-1])
-        if verbose or (report.blocking and report.status in (Status.FAIL, Status.ERROR)):
-            lines.extend(f"    {check}" for check in report.checks)
+        if verbose or report.status in (Status.FAIL, Status.ERROR, Status.QUARANTINE):
+            lines.extend(f"    {format_check(check)}" for check in report.checks)
+        if report.hints:
+            lines.extend(f"    likely: {describe_hint(hint)}" for hint in report.hints[:3])
+        if report.flips and report.status is not Status.PASS:
+            flips = ", ".join(describe_flip(flip) for flip in report.flips[:5])
+            lines.append(f"    flipping cases: {flips}")
+        drifting = [name for name, rate in report.drift.items() if rate > 0]
+        if drifting and report.status is not Status.PASS:
+            lines.append(f"    drifting fields: {', '.join(drifting[:5])}")
     return "\n".join(lines)
 
 

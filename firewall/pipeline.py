@@ -22,6 +22,7 @@ from firewall import history
 from firewall.atomic import write_atomic
 from firewall.config import LoadedConfig
 from firewall.errors import ArtefactError, UsageError
+from firewall.diagnostics import diagnose
 from firewall.history import HistoryRow
 from firewall.lifecycle import quarantine_entry
 from firewall.policy import Status, decide
@@ -30,7 +31,7 @@ from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.runner import Interrupted, Runner, Task
 from firewall.seeds import fresh_base_seed, trial_seed
 from firewall.spec import EvalSpec
-from firewall.stats import Stats, drift_rate
+from firewall.stats import Stats
 from firewall.timeutil import Timestamp, now
 from firewall.trial import TrialRecord
 
@@ -114,8 +115,21 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
         return _report(spec, Status.ERROR, f"interrupted after {len(trials)} of {spec.k} trials",
                        Stats(errors=spec.k - len(trials)), trials, blocking=blocking)
     decision = decide(spec, trials)
-    return _report(spec, decision.status, decision.reason, decision.stats, trials,
-                   checks=list(decision.checks), blocking=blocking)
+    report = _report(spec, decision.status, decision.reason, decision.stats, trials,
+                     checks=list(decision.checks), blocking=blocking)
+    return explain(report, pass_score=spec.pass_score)
+
+
+def explain(report: EvalReport, *, pass_score: float) -> EvalReport:
+    """Attach the diagnostics: field drift, flipping cases, and cause hints where unstable."""
+    diagnosis = diagnose(report.trials, pass_score=pass_score)
+    wants_hints = report.status in (Status.QUARANTINE, Status.QUARANTINED, Status.ERROR)
+    return report.model_copy(update={
+        "drift": diagnosis.drift_rates(),
+        "distributions": {d.name: d.distribution for d in diagnosis.drift},
+        "flips": diagnosis.flips,
+        "hints": diagnosis.hints if wants_hints else [],
+    })
 
 
 def skipped(spec: EvalSpec, entry: Entry) -> EvalReport:
@@ -310,22 +324,12 @@ def history_rows(artefact: Artefact) -> list[HistoryRow]:
         rows.append(HistoryRow(
             eval_id=report.id, run_id=run_id, mode=artefact.run.mode, status=report.status.value,
             k=report.k, median=report.stats.median, iqr=report.stats.iqr,
-            pass_rate=report.stats.pass_rate, drift=field_drift(scored),
+            pass_rate=report.stats.pass_rate, drift=report.drift,
             model_ids=sorted({t.model_id for t in scored if t.model_id}),
             prompt_versions=sorted({t.prompt_version for t in scored if t.prompt_version}),
             git_sha=artefact.run.git_sha, build_ts=artefact.run.started_at,
         ))
     return rows
-
-
-def field_drift(trials: Sequence[TrialRecord]) -> dict[str, float]:
-    """Per output field, the share of trials that disagree with its most common value."""
-    names = sorted({name for trial in trials for name in trial.fields})
-    return {
-        name: drift_rate([json.dumps(t.fields.get(name), sort_keys=True) if name in t.fields
-                          else "<missing>" for t in trials])
-        for name in names
-    }
 
 
 def git_info(cwd: Path) -> dict[str, str | None]:

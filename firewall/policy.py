@@ -40,9 +40,6 @@ class Check(BaseModel):
     actual: str
     allowed: str
 
-    def __str__(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.name} {self.actual}, allowed {self.allowed}"
-
 
 class Decision(BaseModel):
     model_config = ConfigDict(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fakes import error_trial, make_spec, trial, trials, with_metrics
 
+from firewall.diagnostics import format_check
 from firewall.policy import Decision, Status, decide
 from firewall.trial import TrialRecord
 
@@ -398,7 +399,7 @@ def test_checks_show_actual_against_allowed() -> None:
 
     iqr_check = next(check for check in decision.checks if check.name == "iqr")
     assert iqr_check.actual == "0.3" and iqr_check.allowed == "<= 0.03"
-    assert "iqr 0.3" in str(iqr_check) and "0.03" in str(iqr_check)
+    assert format_check(iqr_check) == "FAIL iqr 0.3 > 0.03"
 
 
 @pytest.mark.parametrize(

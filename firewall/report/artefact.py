@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from firewall._version import __version__
 from firewall.atomic import write_atomic
 from firewall.errors import ArtefactError
+from firewall.diagnostics import CaseFlip, Hint, ValueCount
 from firewall.policy import Check, Status
 from firewall.spec import Source
 from firewall.stats import Stats
@@ -65,6 +66,10 @@ class EvalReport(BaseModel):
     stats: Stats
     trials: list[TrialRecord] = []
     checks: list[Check] = []
+    drift: dict[str, float] = {}
+    distributions: dict[str, list[ValueCount]] = {}
+    flips: list[CaseFlip] = []
+    hints: list[Hint] = []
     tags: list[str] = []
     owner: str | None = None
 
