@@ -1,0 +1,377 @@
+"""A stateful stand-in for the slice of GitHub's REST API that the issue tracker uses.
+
+The real PyGithub client talks to it over HTTP on 127.0.0.1 (a random free
+port), under a GitHub Enterprise style prefix (``/api/v3``), so the tests run
+the same code paths as production without the internet and without patching.
+It keeps issues, comments and labels in memory, records every request (the
+``Authorization`` header left out), and can be told to fail the way GitHub
+does: 5xx, 401, a primary rate limit whose reset is hours away, a secondary
+rate limit with a long Retry-After, a read-only token, a 422, or a slow answer.
+
+    with GitHubStandIn(assignable={"alice"}) as hub:
+        hub.fail("503", method="POST", path=r"/issues$", times=1)
+        tracker = GitHubIssues(hub.repository, hub.token, base_url=hub.url, ...)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import re
+import threading
+import time
+import urllib.parse
+import zlib
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+JSON = dict[str, Any]
+FAILURE_MODES = ("500", "502", "503", "401", "rate-limit", "secondary-rate-limit", "read-only",
+                 "422", "slow")
+
+
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str  # as requested, prefix included, query left out
+    query: dict[str, list[str]]
+    headers: dict[str, str]  # without Authorization
+    body: Any
+
+
+@dataclasses.dataclass
+class Failure:
+    mode: str
+    method: str | None  # None: any
+    path: str | None  # a regex searched in the path after the prefix; None: any
+    times: int | None  # None: for ever
+    delay: float
+
+    def matches(self, method: str, path: str) -> bool:
+        return ((self.method is None or self.method == method)
+                and (self.path is None or re.search(self.path, path) is not None)
+                and (self.times is None or self.times > 0))
+
+
+@dataclasses.dataclass
+class StoredIssue:
+    number: int
+    title: str
+    body: str
+    labels: list[str]
+    assignees: list[str] = dataclasses.field(default_factory=list)
+    state: str = "open"
+    state_reason: str | None = None
+    pull: bool = False
+    comments: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Reply:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+class GitHubStandIn:
+    """Start with ``with``; ``url`` is the API base URL to hand to the client."""
+
+    def __init__(self, *, owner: str = "acme", name: str = "widgets", prefix: str = "/api/v3",
+                 token: str = "ghs_standin_secret_token_0123456789",
+                 assignable: Iterable[str] = ("alice",)) -> None:
+        self.owner, self.name, self.prefix, self.token = owner, name, prefix.rstrip("/"), token
+        self.assignable = {login.lower() for login in assignable}
+        self.issues: dict[int, StoredIssue] = {}
+        self.labels: dict[str, JSON] = {}
+        self.requests: list[Recorded] = []
+        self.failures: list[Failure] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.prefix}"
+
+    @property
+    def repository(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    def __enter__(self) -> GitHubStandIn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stopping.set()  # ends any slow answer at once
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    # --- what a test sets up and looks at
+
+    def fail(self, mode: str, *, method: str | None = None, path: str | None = None,
+             times: int | None = None, delay: float = 3.0) -> None:
+        """Answer matching requests with ``mode`` (see FAILURE_MODES) ``times`` times."""
+        assert mode in FAILURE_MODES, mode
+        with self._lock:
+            self.failures.append(Failure(mode, method, path, times, delay))
+
+    def heal(self) -> None:
+        with self._lock:
+            self.failures.clear()
+
+    def add_issue(self, title: str, body: str, labels: Iterable[str] = (), *,
+                  state: str = "open", pull: bool = False) -> int:
+        with self._lock:
+            issue = self._new_issue(title, body, list(labels), pull=pull)
+            issue.state = state
+            return issue.number
+
+    def open_issues(self) -> list[StoredIssue]:
+        return [issue for issue in self.issues.values() if issue.state == "open"]
+
+    def calls(self, method: str | None = None, path: str = "") -> list[Recorded]:
+        """Recorded requests with this method whose path (after the prefix) matches a regex."""
+        return [r for r in self.requests if (method is None or r.method == method)
+                and re.search(path, r.path.removeprefix(self.prefix))]
+
+    # --- the API
+
+    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: Any) -> Reply:
+        parsed = urllib.parse.urlsplit(raw_path)
+        query = urllib.parse.parse_qs(parsed.query)
+        visible = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        with self._lock:
+            self.requests.append(Recorded(method, parsed.path, query, visible, body))
+            failure = next((f for f in self.failures if f.matches(method, parsed.path)), None)
+            if failure is not None and failure.times is not None:
+                failure.times -= 1
+        if not parsed.path.startswith(self.prefix + "/"):
+            return _not_found()
+        path = parsed.path[len(self.prefix):]
+        if failure is not None and failure.mode != "slow":
+            return _failure(failure.mode)
+        if headers.get("Authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
+            return _failure("401")
+        with self._lock:
+            reply = self._route(method, path, query, body)
+        if failure is not None:  # slow: the request took effect, the answer comes late
+            self._stopping.wait(failure.delay)
+        return reply
+
+    def _route(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Reply:
+        repo = f"/repos/{self.owner}/{self.name}"
+        if not (path == repo or path.startswith(repo + "/")):
+            return _not_found()
+        rest = path[len(repo):]
+        if rest == "" and method == "GET":
+            return Reply(200, self._repo_json())
+        if rest == "/issues" and method == "GET":
+            return self._list_issues(path, query)
+        if rest == "/issues" and method == "POST":
+            return self._create_issue(body)
+        if rest == "/labels" and method == "GET":
+            return Reply(200, [self._label_json(name) for name in self.labels])
+        if rest == "/labels" and method == "POST":
+            return self._create_label(body)
+        if (match := re.fullmatch(r"/labels/([^/]+)", rest)) and method == "GET":
+            name = urllib.parse.unquote(match.group(1))
+            return Reply(200, self._label_json(name)) if name in self.labels else _not_found()
+        match = re.fullmatch(r"/issues/(\d+)(/comments|/assignees)?", rest)
+        if match is None or int(match.group(1)) not in self.issues:
+            return _not_found()
+        issue = self.issues[int(match.group(1))]
+        return self._on_issue(method, match.group(2) or "", issue, body)
+
+    def _on_issue(self, method: str, sub: str, issue: StoredIssue, body: Any) -> Reply:
+        if sub == "" and method == "GET":
+            return Reply(200, self._issue_json(issue))
+        if sub == "" and method == "PATCH":
+            for field in ("title", "body", "state", "state_reason"):
+                if field in body:
+                    setattr(issue, field, body[field])
+            if body.get("state") == "closed" and "state_reason" not in body:
+                issue.state_reason = "completed"
+            return Reply(200, self._issue_json(issue))
+        if sub == "/comments" and method == "POST":
+            issue.comments.append(body["body"])
+            return Reply(201, self._comment_json(issue, len(issue.comments)))
+        if sub == "/comments" and method == "GET":
+            count = len(issue.comments)
+            return Reply(200, [self._comment_json(issue, i + 1) for i in range(count)])
+        if sub == "/assignees" and method == "POST":
+            # Like GitHub: 201, and a login that cannot be assigned is quietly left out.
+            for login in body.get("assignees", []):
+                if login.lower() in self.assignable and login not in issue.assignees:
+                    issue.assignees.append(login)
+            return Reply(201, self._issue_json(issue))
+        return Reply(405, {"message": "Method Not Allowed"})
+
+    def _list_issues(self, path: str, query: dict[str, list[str]]) -> Reply:
+        state = query.get("state", ["open"])[0]
+        wanted = [n.lower() for n in query.get("labels", [""])[0].split(",") if n]
+        found = [issue for issue in sorted(self.issues.values(), key=lambda i: -i.number)
+                 if state in ("all", issue.state)
+                 and all(n in [label.lower() for label in issue.labels] for n in wanted)]
+        per_page = int(query.get("per_page", ["30"])[0])
+        page = int(query.get("page", ["1"])[0])
+        last = max(1, -(-len(found) // per_page))
+        headers = {}
+        if page < last:
+            def link(number: int) -> str:
+                params = {k: v[0] for k, v in query.items()} | {"page": str(number)}
+                return f"<{self._base()}{path}?{urllib.parse.urlencode(params)}>"
+            headers["Link"] = f'{link(page + 1)}; rel="next", {link(last)}; rel="last"'
+        chosen = found[(page - 1) * per_page: page * per_page]
+        return Reply(200, [self._issue_json(issue) for issue in chosen], headers)
+
+    def _create_issue(self, body: JSON) -> Reply:
+        assignees = body.get("assignees", [])
+        if any(login.lower() not in self.assignable for login in assignees):
+            return _failure("422")
+        for name in body.get("labels", []):
+            self.labels.setdefault(name, {"color": "ededed", "description": None})
+        issue = self._new_issue(body["title"], body.get("body") or "", body.get("labels", []))
+        issue.assignees = list(assignees)
+        return Reply(201, self._issue_json(issue))
+
+    def _create_label(self, body: JSON) -> Reply:
+        if body["name"] in self.labels:
+            return Reply(422, {"message": "Validation Failed", "errors": [
+                {"resource": "Label", "code": "already_exists", "field": "name"}]})
+        self.labels[body["name"]] = {"color": body.get("color", "ededed"),
+                                     "description": body.get("description")}
+        return Reply(201, self._label_json(body["name"]))
+
+    def _new_issue(self, title: str, body: str, labels: list[str], *,
+                   pull: bool = False) -> StoredIssue:
+        number = max(self.issues, default=0) + 1
+        self.issues[number] = StoredIssue(number, title, body, labels, pull=pull)
+        return self.issues[number]
+
+    # --- JSON as GitHub shapes it
+
+    def _base(self) -> str:
+        return self.url
+
+    def _repo_json(self) -> JSON:
+        return {"id": 1, "node_id": "R_1", "name": self.name, "full_name": self.repository,
+                "owner": _user_json(self.owner, self._base()), "private": False,
+                "url": f"{self._base()}/repos/{self.repository}", "has_issues": True,
+                "html_url": f"http://127.0.0.1:{self.port}/{self.repository}"}
+
+    def _label_json(self, name: str) -> JSON:
+        label = self.labels[name]
+        return {"id": zlib.crc32(name.encode()), "name": name, "color": label["color"],
+                "description": label["description"], "default": False,
+                "url": f"{self._base()}/repos/{self.repository}/labels/"
+                       f"{urllib.parse.quote(name)}"}
+
+    def _issue_json(self, issue: StoredIssue) -> JSON:
+        url = f"{self._base()}/repos/{self.repository}/issues/{issue.number}"
+        kind = "pull" if issue.pull else "issues"
+        data: JSON = {
+            "id": 1000 + issue.number, "node_id": f"I_{issue.number}", "number": issue.number,
+            "title": issue.title, "body": issue.body, "state": issue.state,
+            "state_reason": issue.state_reason, "locked": False,
+            "labels": [self._label_json(name) for name in issue.labels if name in self.labels],
+            "assignees": [_user_json(login, self._base()) for login in issue.assignees],
+            "assignee": (_user_json(issue.assignees[0], self._base()) if issue.assignees
+                         else None),
+            "url": url, "comments_url": f"{url}/comments", "comments": len(issue.comments),
+            "html_url": f"http://127.0.0.1:{self.port}/{self.repository}/{kind}/{issue.number}",
+            "user": _user_json("github-actions[bot]", self._base()),
+            "created_at": _now(), "updated_at": _now(), "closed_at": None,
+        }
+        if issue.pull:
+            data["pull_request"] = {"url": url.replace("/issues/", "/pulls/")}
+        return data
+
+    def _comment_json(self, issue: StoredIssue, index: int) -> JSON:
+        issue_url = f"{self._base()}/repos/{self.repository}/issues/{issue.number}"
+        return {"id": issue.number * 1000 + index, "body": issue.comments[index - 1],
+                "url": f"{self._base()}/repos/{self.repository}/issues/comments/"
+                       f"{issue.number * 1000 + index}",
+                "html_url": f"http://127.0.0.1:{self.port}/{self.repository}/issues/"
+                            f"{issue.number}#issuecomment-{issue.number * 1000 + index}",
+                "issue_url": issue_url, "user": _user_json("github-actions[bot]", self._base()),
+                "created_at": _now(), "updated_at": _now()}
+
+
+def _user_json(login: str, base: str) -> JSON:
+    return {"login": login, "id": zlib.crc32(login.encode()), "type": "User",
+            "url": f"{base}/users/{login}"}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _not_found() -> Reply:
+    return Reply(404, {"message": "Not Found",
+                       "documentation_url": "https://docs.github.com/rest"})
+
+
+def _failure(mode: str) -> Reply:
+    docs = {"documentation_url": "https://docs.github.com/rest"}
+    if mode in ("500", "503"):
+        return Reply(int(mode), {"message": "Server Error", **docs})
+    if mode == "502":  # GitHub's load balancer answers in HTML, not JSON
+        return Reply(502, "<html><body><h1>502 Bad Gateway</h1></body></html>",
+                     {"Content-Type": "text/html"})
+    if mode == "401":
+        return Reply(401, {"message": "Bad credentials", **docs})
+    if mode == "rate-limit":
+        reset = int(time.time()) + 3 * 3600
+        return Reply(403, {"message": "API rate limit exceeded for installation ID 4242.", **docs},
+                     {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0",
+                      "X-RateLimit-Used": "5000", "X-RateLimit-Reset": str(reset),
+                      "X-RateLimit-Resource": "core"})
+    if mode == "secondary-rate-limit":
+        return Reply(403, {"message": "You have exceeded a secondary rate limit. Please wait a "
+                           "few minutes before you try again.", **docs}, {"Retry-After": "3600"})
+    if mode == "read-only":
+        return Reply(403, {"message": "Resource not accessible by integration", **docs})
+    if mode == "422":
+        return Reply(422, {"message": "Validation Failed", "errors": [
+            {"resource": "Issue", "code": "invalid", "field": "assignees"}], **docs})
+    raise AssertionError(mode)
+
+
+def _handler_for(hub: GitHubStandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            reply = hub.handle(self.command, self.path, dict(self.headers.items()), body)
+            payload = (reply.body if isinstance(reply.body, str)
+                       else json.dumps(reply.body)).encode()
+            try:
+                self.send_response(reply.status)
+                headers = {"Content-Type": "application/json; charset=utf-8", **reply.headers}
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (a timeout test)
+
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output quiet
+
+    return Handler
