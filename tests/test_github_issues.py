@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -345,10 +346,13 @@ def test_a_slow_github_times_out_and_the_next_run_finds_what_it_did(hub: GitHubS
     assert len(hub.issues) == 1 and len(hub.issues[1].comments) == 1
 
 
-def test_an_unreachable_github_is_an_issue_error(hub: GitHubStandIn) -> None:
-    issues = GitHubIssues(hub.repository, hub.token, base_url="http://127.0.0.1:9/api/v3",
+def test_an_unreachable_github_is_an_issue_error() -> None:
+    with socket.socket() as probe_socket:  # a port that was free a moment ago: nobody listens
+        probe_socket.bind(("127.0.0.1", 0))
+        port = probe_socket.getsockname()[1]
+    issues = GitHubIssues("acme/widgets", "secret", base_url=f"http://127.0.0.1:{port}/api/v3",
                           transport=dataclasses.replace(FAST, retries=0))
-    with pytest.raises(IssueError, match=r"could not reach GitHub at http://127\.0\.0\.1:9/api/v3"):
+    with pytest.raises(IssueError, match=rf"could not reach GitHub at http://127\.0\.0\.1:{port}/"):
         issues.open_issues()
 
 
