@@ -6,6 +6,7 @@ annotations cannot be forged by a stray print of eval output.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -32,6 +33,25 @@ _COLOURS = {
 
 def echo(text: str = "") -> None:
     click.echo(text)
+
+
+def echo_untrusted(text: str) -> None:
+    """Text that carries what evals printed: in a GitHub job, inside a stop-commands block.
+
+    Reasons quote stderr tails and error messages; no line of them may ever be
+    taken by the runner as a workflow command.
+    """
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from firewall.github.annotations import stop_commands
+
+        text = stop_commands(text)
+    click.echo(text)
+
+
+def annotate(lines: Sequence[str]) -> None:
+    """GitHub workflow commands, already escaped by firewall.github.annotations."""
+    for line in lines:
+        click.echo(line)
 
 
 def warn(text: str) -> None:
@@ -122,9 +142,9 @@ def show_outcome(outcome: Outcome, *, fmt: str, verbose: bool, registry: str) ->
     """A decided run as the terminal shows it, or as the artefact JSON."""
     artefact = outcome.artefact
     if fmt == "json":
-        echo(artefact.to_json().rstrip("\n"))
+        echo_untrusted(artefact.to_json().rstrip("\n"))
         return
-    echo(table(artefact.evals, verbose=verbose) if artefact.evals else "no evals selected")
+    echo_untrusted(table(artefact.evals, verbose=verbose) if artefact.evals else "no evals selected")
     echo()
     echo(summary_line(artefact))
     for eval_id in outcome.new_quarantines:

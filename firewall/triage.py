@@ -107,3 +107,16 @@ def issue_url(number: int | None) -> str | None:
         return None
     server = os.environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
     return f"{server}/{repository}/issues/{number}"
+
+
+def trends(rows: Iterable[dict[str, Any]], ids: Iterable[str], *, at: dt.datetime,
+           days: int = 14) -> dict[str, str]:
+    """A sparkline of each eval's median over the last ``days``, for the job summary."""
+    window_start = to_text(at - dt.timedelta(days=days))
+    series: dict[str, list[float | None]] = {eval_id: [] for eval_id in ids}
+    for row in rows:
+        trend = series.get(row["eval_id"])
+        if trend is not None and str(row.get("build_ts", "")) >= window_start:
+            median = row.get("median")
+            trend.append(float(median) if isinstance(median, (int, float)) else None)
+    return {eval_id: sparkline(values) for eval_id, values in series.items() if values}

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from firewall import output, pipeline
-from firewall.cli.common import config_option
+from firewall.cli.common import Project, config_option, publish_github, warn_overdue
 from firewall.config import load_config
 
 
@@ -28,9 +28,11 @@ def gate(parts: tuple[Path, ...], config_path: Path | None, report: Path | None,
 
     Exit codes are those of `firewall run`.
     """
-    cwd = Path.cwd()
-    config = load_config(config_path, cwd)
+    project = Project(config=load_config(config_path, Path.cwd()), specs=[], cwd=Path.cwd())
     options = pipeline.RunOptions(dry_run=dry_run, report=report)
-    outcome = pipeline.gate(config, parts, options, cwd=cwd)
-    output.show_outcome(outcome, fmt=fmt, verbose=verbose, registry=config.settings.registry)
+    outcome = pipeline.gate(project.config, parts, options, cwd=project.cwd)
+    output.show_outcome(outcome, fmt=fmt, verbose=verbose,
+                        registry=project.config.settings.registry)
+    warn_overdue(project)
+    publish_github(project, outcome.artefact, outcome.report_path)
     raise SystemExit(outcome.exit_code)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, load_project, warn_overdue
+from firewall.cli.common import config_option, load_project, publish_github, warn_overdue
 from firewall.nightly import NightlyOptions, nightly
 from firewall.registry import Registry
 
@@ -47,19 +47,20 @@ def nightly_command(config_path: Path | None, probe_all: bool, k: int | None, se
         progress.close()
     artefact = outcome.artefact
     if fmt == "json":
-        output.echo(artefact.to_json().rstrip("\n"))
+        output.echo_untrusted(artefact.to_json().rstrip("\n"))
     else:
         if artefact.evals:
-            output.echo(output.table(artefact.evals))
+            output.echo_untrusted(output.table(artefact.evals))
             output.echo()
         elif not outcome.events:
             output.echo(f"nothing to re-probe: {settings.registry} is empty")
         for event in outcome.events:
             if event.kind in ("released", "quarantined", "missing"):
-                output.echo(f"{event.eval_id}: {event.message}")
+                output.echo_untrusted(f"{event.eval_id}: {event.message}")
         output.echo(f"base seed {artefact.run.base_seed}"
                     + ("" if artefact.run.complete else " -- INTERRUPTED, nothing was counted"))
         output.echo(f"report: {outcome.report_path}" if outcome.report_path
                     else "dry run: no file was changed")
     warn_overdue(project)
+    publish_github(project, artefact, outcome.report_path)
     raise SystemExit(0 if artefact.run.complete else 130)

@@ -39,8 +39,8 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None) -> Non
         worker.close()
     record = to_record(task, outcome, 0.0, 1)
     if outcome.error is None:
-        output.echo(json.dumps(outcome.payload, indent=2, sort_keys=True))
-    output.echo(f"# {spec.id} trial {trial} seed {seed}: "
+        output.echo_untrusted(json.dumps(outcome.payload, indent=2, sort_keys=True))
+    output.echo_untrusted(f"# {spec.id} trial {trial} seed {seed}: "
                 + (f"ERROR {record.error}" if record.errored
                    else f"score {record.score} passed {record.passed}"))
     raise SystemExit(3 if record.errored else 0)

@@ -11,6 +11,7 @@ from firewall.cli.common import (
     SeedParam,
     config_option,
     load_project,
+    publish_github,
     selection_options,
     warn_overdue,
 )
@@ -54,4 +55,5 @@ def run(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, k
     output.show_outcome(outcome, fmt=fmt, verbose=verbose,
                         registry=project.config.settings.registry)
     warn_overdue(project)
+    publish_github(project, outcome.artefact, outcome.report_path)
     raise SystemExit(outcome.exit_code)

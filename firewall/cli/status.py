@@ -34,9 +34,9 @@ def status(config_path: Path | None, days: int, as_json: bool) -> None:
                         registry=settings.registry, release_after=settings.nightly.release_after,
                         days=days, defined=defined)
     if as_json:
-        output.echo(view.model_dump_json(indent=2))
+        output.echo_untrusted(view.model_dump_json(indent=2))
         return
-    output.echo(output.status_text(view))
+    output.echo_untrusted(output.status_text(view))
 
 
 def _defined_ids(config_path: Path | None, wanted: set[str]) -> set[str]:
