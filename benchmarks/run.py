@@ -41,7 +41,7 @@ BIN = Path(sys.executable).parent
 
 # Scenario sizes (the brief's shapes).
 TRIVIAL_EVALS, K = 1000, 7
-COMMAND_EVALS = 300
+COMMAND_EVALS = 1000
 SLEEP_EVALS, SLEEP_S, SLEEP_CONCURRENCY = 200, 0.05, 16
 
 TARGETS = {
@@ -134,6 +134,24 @@ def make_sleepy(root: Path, n: int) -> Path:
     return project
 
 
+PROBE_ONLY = """\
+# The probe phase alone, in process: load the project, plan, Runner.run (the runner's own
+# share of a `firewall run`, without the CLI's start-up and the judging and writing after).
+import json, sys, time
+start = time.perf_counter()
+from firewall.cli.common import load_project
+from firewall.pipeline import plan
+from firewall.runner import Runner
+project = load_project(None)
+tasks = plan(project.specs, 20261129, None)
+ready = time.perf_counter()
+records = Runner(concurrency=project.config.settings.concurrency, cwd=project.cwd).run(tasks)
+done = time.perf_counter()
+assert len(records) == len(tasks) and all(r.error is None for r in records)
+print(json.dumps({"runner_s": done - ready, "setup_s": ready - start, "trials": len(tasks)}))
+"""
+
+
 def make_tiny(root: Path) -> Path:
     """One trivial Python eval, k=3: the fixed cost of a `firewall run` (start-up, one worker)."""
     project = root / "tiny"
@@ -154,6 +172,9 @@ def clean_env() -> dict[str, str]:
            if not key.startswith(("GITHUB_", "PYTEST_", "FIREWALL_"))}
     env.pop("CI", None)
     env.pop("PYTHONPATH", None)
+    # Byte-code caches on (the warm-up run writes them), as in a CI job with an installed
+    # package: otherwise every process recompiles every module it imports at each start.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
@@ -215,7 +236,20 @@ def pytest_repeat(project: Path) -> Measured:
 
 def bare_loop(project: Path) -> Measured:
     result = checked([sys.executable, "bare_loop.py"], project, "bare_loop.log")
-    result["loop_s"] = json.loads((project / "bare_loop.log").read_text().splitlines()[-1])["loop_s"]
+    last = (project / "bare_loop.log").read_text().splitlines()[-1]
+    result["loop_s"] = json.loads(last)["loop_s"]
+    return result
+
+
+def probe_only(project: Path) -> Measured:
+    """The probe phase alone (diagnostic); None where the internal API is not as expected."""
+    script = project / "probe_only.py"
+    script.write_text(PROBE_ONLY)
+    result = timed([sys.executable, str(script)], project, project / "probe_only.log")
+    try:
+        result.update(json.loads((project / "probe_only.log").read_text().splitlines()[-1]))
+    except (ValueError, IndexError):
+        result["runner_s"] = None
     return result
 
 
@@ -230,63 +264,74 @@ def median(samples: list[Measured], key: str) -> float:
     return statistics.median(sample[key] for sample in samples)
 
 
+def ratio(numerators: list[Measured], denominators: list[Measured], key: str = "wall_s") -> float:
+    """The median of the per-repetition ratios: each compares two runs made seconds apart."""
+    pairs = zip(numerators, denominators, strict=True)
+    return statistics.median(a[key] / b["wall_s"] for a, b in pairs)
+
+
+def row(scenario: str, what: str, value: float | None, unit: str,
+        target: tuple[str, float] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": scenario, "what": what, "value": value, "unit": unit}
+    if target is not None and value is not None:
+        op, bound = target
+        out["target"] = f"{op} {bound:g}"
+        out["met"] = value <= bound if op == "<=" else value < bound
+    return out
+
+
 def summarise(raw: dict[str, list[Measured]], trivial_trials: int, command_trials: int,
               sleep_ideal: float) -> list[dict[str, Any]]:
     fw1, pyt, loop = raw["firewall_trivial"], raw["pytest_repeat"], raw["bare_loop"]
     fw2, spawn = raw["firewall_commands"], raw["bare_spawn"]
     fw3, tiny = raw["firewall_sleepy"], raw["firewall_tiny"]
+    probe1, probe2, probe3 = raw["probe_trivial"], raw["probe_commands"], raw["probe_sleepy"]
+    probed = all(s.get("runner_s") is not None for s in probe1 + probe2 + probe3)
     loop_s = median(loop, "loop_s")
-    fw_wall, pyt_wall = median(fw1, "wall_s"), median(pyt, "wall_s")
-    # Per-repetition ratios, then their median: each ratio compares runs made seconds apart.
-    vs_pytest = statistics.median(a["wall_s"] / b["wall_s"] for a, b in zip(fw1, pyt))
-    vs_spawn = statistics.median(a["wall_s"] / b["wall_s"] for a, b in zip(fw2, spawn))
-    overhead = (fw_wall - loop_s) / trivial_trials * 1e3
+    fw1_wall, fw3_wall = median(fw1, "wall_s"), median(fw3, "wall_s")
+    rss = max(s["peak_rss_mb"] for s in fw1)
+    artefact = max(s["artefact_mb"] for s in fw1)
     rows = [
-        {"id": "1", "what": f"trivial Python evals, {trivial_trials:,} trials: firewall run wall",
-         "value": fw_wall, "unit": "s"},
-        {"id": "1", "what": f"same calls as pytest --count={K} (pytest-repeat) wall",
-         "value": pyt_wall, "unit": "s"},
-        {"id": "1", "what": "same calls, bare in-process loop (loop time only)",
-         "value": loop_s, "unit": "s"},
-        {"id": "1", "what": "firewall per-trial overhead (firewall wall - bare loop) / trials",
-         "value": overhead, "unit": "ms", "target": f"<= {TARGETS['overhead_ms']}",
-         "met": overhead <= TARGETS["overhead_ms"]},
-        {"id": "1", "what": "pytest-repeat per-trial overhead, same formula (context)",
-         "value": (pyt_wall - loop_s) / trivial_trials * 1e3, "unit": "ms"},
-        {"id": "1", "what": "firewall / pytest-repeat wall (median of per-repetition ratios)",
-         "value": vs_pytest, "unit": "x", "target": f"<= {TARGETS['vs_pytest']}",
-         "met": vs_pytest <= TARGETS["vs_pytest"]},
-        {"id": "2", "what": f"command evals ({COMMAND}), {command_trials:,} trials: firewall wall",
-         "value": median(fw2, "wall_s"), "unit": "s"},
-        {"id": "2", "what": "bare threaded /bin/sh -c spawner, same commands and concurrency",
-         "value": median(spawn, "wall_s"), "unit": "s"},
-        {"id": "2", "what": "firewall / bare spawn wall (median of per-repetition ratios)",
-         "value": vs_spawn, "unit": "x", "target": f"<= {TARGETS['vs_bare_spawn']}",
-         "met": vs_spawn <= TARGETS["vs_bare_spawn"]},
-        {"id": "3", "what": (f"I/O-bound: {SLEEP_EVALS}x{K} trials sleeping {SLEEP_S * 1e3:g} ms at "
-                             f"concurrency {SLEEP_CONCURRENCY}: firewall wall"),
-         "value": median(fw3, "wall_s"), "unit": "s"},
-        {"id": "3", "what": "ideal wall (evals x k x sleep / concurrency)",
-         "value": sleep_ideal, "unit": "s"},
-        {"id": "3", "what": "firewall / ideal (end to end, start-up included)",
-         "value": median(fw3, "wall_s") / sleep_ideal, "unit": "x",
-         "target": f"<= {TARGETS['vs_ideal_io']}",
-         "met": median(fw3, "wall_s") / sleep_ideal <= TARGETS["vs_ideal_io"]},
-        {"id": "3", "what": "(firewall - fixed cost of a 1-eval run) / ideal (diagnostic)",
-         "value": (median(fw3, "wall_s") - median(tiny, "wall_s")) / sleep_ideal, "unit": "x"},
-        {"id": "-", "what": "fixed cost: `firewall run` of 1 trivial eval x 3 trials, wall",
-         "value": median(tiny, "wall_s"), "unit": "s"},
-        {"id": "4", "what": f"peak RSS of the firewall process tree, {trivial_trials:,}-trial run",
-         "value": max(s["peak_rss_mb"] for s in fw1), "unit": "MB",
-         "target": f"< {TARGETS['peak_rss_mb']:g}",
-         "met": max(s["peak_rss_mb"] for s in fw1) < TARGETS["peak_rss_mb"]},
-        {"id": "4", "what": f"artefact size, {trivial_trials:,}-trial run",
-         "value": max(s["artefact_mb"] for s in fw1), "unit": "MB",
-         "target": f"< {TARGETS['artefact_mb']:g}",
-         "met": max(s["artefact_mb"] for s in fw1) < TARGETS["artefact_mb"]},
-        {"id": "4", "what": "CPU time (user+sys) of firewall and its workers, per trial (context)",
-         "value": median(fw1, "cpu_s") / trivial_trials * 1e3, "unit": "ms"},
+        row("1", f"trivial Python evals, {trivial_trials:,} trials: `firewall run` wall",
+            fw1_wall, "s"),
+        row("1", f"same calls as {trivial_trials // K:,} tests, `pytest --count={K}` wall",
+            median(pyt, "wall_s"), "s"),
+        row("1", "same calls, bare in-process loop (the loop alone)", loop_s, "s"),
+        row("1", "**firewall per-trial overhead**: (firewall wall - bare loop) / trials",
+            (fw1_wall - loop_s) / trivial_trials * 1e3, "ms", ("<=", TARGETS["overhead_ms"])),
+        row("1", "pytest-repeat per-trial overhead, same formula (context)",
+            (median(pyt, "wall_s") - loop_s) / trivial_trials * 1e3, "ms"),
+        row("1", "**firewall / pytest-repeat** wall", ratio(fw1, pyt), "x",
+            ("<=", TARGETS["vs_pytest"])),
+        row("2", f"trivial command evals, {command_trials:,} trials: `firewall run` wall",
+            median(fw2, "wall_s"), "s"),
+        row("2", "bare threaded `/bin/sh -c` spawner, same commands, same concurrency",
+            median(spawn, "wall_s"), "s"),
+        row("2", "**firewall / bare spawn** wall", ratio(fw2, spawn), "x",
+            ("<=", TARGETS["vs_bare_spawn"])),
+        row("3", f"I/O-bound: {SLEEP_EVALS * K:,} trials of {SLEEP_S * 1e3:g} ms at concurrency "
+                 f"{SLEEP_CONCURRENCY}: `firewall run` wall", fw3_wall, "s"),
+        row("3", "ideal wall: evals x k x sleep / concurrency", sleep_ideal, "s"),
+        row("3", "**firewall / ideal** (end to end)", fw3_wall / sleep_ideal, "x",
+            ("<=", TARGETS["vs_ideal_io"])),
+        row("4", f"**peak RSS** of the firewall process tree, {trivial_trials:,}-trial run",
+            rss, "MB", ("<", TARGETS["peak_rss_mb"])),
+        row("4", f"**artefact size**, {trivial_trials:,}-trial run", artefact, "MB",
+            ("<", TARGETS["artefact_mb"])),
+        row("d", "fixed cost: `firewall run` of 1 trivial eval x 3 trials, wall",
+            median(tiny, "wall_s"), "s"),
+        row("d", "CPU (user+sys) of `firewall run` and its workers per trial, scenario 1",
+            median(fw1, "cpu_s") / trivial_trials * 1e3, "ms"),
     ]
+    if probed:
+        rows += [
+            row("d", "probe phase alone (Runner.run), scenario 1: per-trial time",
+                median(probe1, "runner_s") / trivial_trials * 1e3, "ms"),
+            row("d", "probe phase alone, scenario 2: Runner.run / bare spawn wall",
+                ratio(probe2, spawn, "runner_s"), "x"),
+            row("d", "probe phase alone, scenario 3: Runner.run / ideal",
+                median(probe3, "runner_s") / sleep_ideal, "x"),
+        ]
     return rows
 
 
@@ -335,7 +380,8 @@ def _git_describe() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repetition (a smoke check)")
-    parser.add_argument("--repetitions", type=int, default=None, help="default 5, or 1 with --quick")
+    parser.add_argument("--repetitions", type=int, default=None,
+                        help="default 5, or 1 with --quick")
     parser.add_argument("--concurrency", type=int, default=4,
                         help="concurrency of scenarios 1 and 2 (default 4, the config default)")
     parser.add_argument("--keep", action="store_true", help="keep the generated projects")
@@ -370,15 +416,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         trivial_trials, command_trials = TRIVIAL_EVALS * K, COMMAND_EVALS * K
         sleep_ideal = SLEEP_EVALS * K * SLEEP_S / SLEEP_CONCURRENCY
         variants: dict[str, Callable[[], Measured]] = {
-            "firewall_tiny": lambda: firewall_run(tiny, 3),
             "firewall_trivial": lambda: firewall_run(trivial, trivial_trials),
             "pytest_repeat": lambda: pytest_repeat(trivial),
             "bare_loop": lambda: bare_loop(trivial),
             "firewall_commands": lambda: firewall_run(commands, command_trials),
             "bare_spawn": lambda: bare_spawn(commands),
             "firewall_sleepy": lambda: firewall_run(sleepy, SLEEP_EVALS * K),
+            "firewall_tiny": lambda: firewall_run(tiny, 3),
+            "probe_trivial": lambda: probe_only(trivial),
+            "probe_commands": lambda: probe_only(commands),
+            "probe_sleepy": lambda: probe_only(sleepy),
         }
         print(f"warming up (byte-code caches, page cache) in {root} ...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root)], env=clean_env(),
+                       check=True)
         for name in ("firewall_tiny", "firewall_trivial", "pytest_repeat", "bare_loop"):
             variants[name]()
         raw: dict[str, list[Measured]] = {name: [] for name in variants}

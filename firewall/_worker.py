@@ -2,7 +2,8 @@
 
 It speaks JSON lines: a request ``{"target": "module:function", "seed": S,
 "trial": I}`` on stdin, one reply ``{"result": ...}`` or ``{"error": "..."}``
-on the protocol stream. Eval code never sees that stream: the worker moves it
+on the protocol stream, which opens with one ``{"ready": true}`` line once the
+worker has booted. Eval code never sees that stream: the worker moves it
 to a private descriptor and points file descriptor 1 at stderr, so whatever an
 eval prints lands in the worker's log and can never be taken for a reply.
 
@@ -15,19 +16,23 @@ worker starts fast.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import json
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from firewall import EVAL_ATTRIBUTE, TrialResult
+
+if TYPE_CHECKING:
+    import asyncio
+
+# asyncio (about 25 ms of imports) and traceback are imported on first use: every worker
+# pays for its own start-up, and most evals are neither async nor failing.
 
 Eval = tuple[Callable[..., Any], bool, bool]  # function, takes `trial`, is async
 
@@ -50,6 +55,7 @@ def serve() -> None:
     sys.stdout = sys.stderr
     cache: dict[str, Eval] = {}
     loop: asyncio.AbstractEventLoop | None = None
+    replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
     for line in sys.stdin:
         request = json.loads(line)
         try:
@@ -58,7 +64,10 @@ def serve() -> None:
             if takes_trial:
                 kwargs["trial"] = request["trial"]
             if is_async:
-                loop = loop or asyncio.new_event_loop()
+                if loop is None:
+                    import asyncio
+
+                    loop = asyncio.new_event_loop()
                 value = loop.run_until_complete(fn(**kwargs))
             else:
                 value = fn(**kwargs)
@@ -108,6 +117,8 @@ def to_payload(value: Any) -> Any:
 def describe(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"eval called sys.exit({exc.code!r})"
+    import traceback
+
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"

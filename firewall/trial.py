@@ -72,6 +72,17 @@ def record_from_payload(
     payload: Any, *, index: int, seed: int, pass_score: float, duration_s: float, in_flight: int
 ) -> TrialRecord:
     """Validate what an eval reported and turn it into a trial record."""
+    if type(payload) is dict and len(payload) == 1:
+        # The common case, a bare score: the record the validation below would build, at a
+        # fifth of the cost (it runs once per trial on the orchestrator's busiest thread).
+        score = payload.get("score")
+        if (type(score) is float or type(score) is int) and 0 <= score <= 1:
+            score = float(score)
+            return TrialRecord(
+                index=index, seed=seed, score=score, passed=score >= pass_score - 1e-9,
+                duration_s=duration_s, in_flight=in_flight, violations=[], metrics={},
+                fields={}, items={}, model_id=None, prompt_version=None,
+            )
     base = {"index": index, "seed": seed, "duration_s": duration_s, "in_flight": in_flight}
     if not isinstance(payload, dict):
         return TrialRecord(**base, error=f"result must be a JSON object, got {_kind(payload)}")

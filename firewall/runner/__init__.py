@@ -15,7 +15,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from firewall.runner.command import run_command
@@ -57,12 +57,14 @@ class Runner:
         self._lock = threading.Lock()
         self._in_flight = 0
         self._active: dict[int, int] = {}  # slot -> pid of the process running its trial
+        self._env: dict[str, str] | None = None  # os.environ when the run started
 
     def run(self, tasks: Sequence[Task]) -> list[TrialRecord]:
         """Run every task; the records come back in task order."""
         records: list[TrialRecord | None] = [None] * len(tasks)
         done: queue.SimpleQueue[tuple[int, TrialRecord]] = queue.SimpleQueue()
         pending = iter(enumerate(tasks))
+        self._env = dict(os.environ)  # decoded once per run, not once per command trial
         with tempfile.TemporaryDirectory(prefix="firewall-") as scratch:
             slots = [
                 threading.Thread(target=self._slot, args=(n, pending, done, Path(scratch)),
@@ -122,6 +124,7 @@ class Runner:
                         task, cwd=self._cwd, worker=worker,
                         result_path=scratch / f"{position}.json",
                         register=lambda pid, n=number: self._track(n, pid),
+                        base_env=self._env,
                     )
                 except Exception as exc:  # noqa: BLE001 - a runner bug costs one trial, not the run
                     outcome = Outcome(error=f"internal error running the trial: {exc!r}")
@@ -149,6 +152,7 @@ def execute(
     worker: PythonWorker,
     result_path: Path,
     register: Callable[[int | None], None] = lambda pid: None,
+    base_env: Mapping[str, str] | None = None,
 ) -> Outcome:
     """Run one trial of one eval and return what it reported."""
     spec = task.spec
@@ -165,6 +169,7 @@ def execute(
         cwd=cwd,
         result_path=result_path,
         register=register,
+        base_env=base_env,
     )
 
 

@@ -1,4 +1,13 @@
-"""Python evals: a long-lived worker process per runner slot, killed on timeout."""
+"""Python evals: a long-lived worker process per runner slot, killed on timeout.
+
+A worker says ``{"ready": true}`` on its protocol stream once it has booted. Booting
+is pure CPU (an interpreter and a few imports), so at most one boot per CPU holds a
+"boot permit" at a time: with more slots than CPUs, the first workers are ready and
+serving trials while the others are still booting, instead of all of them sharing
+the CPUs and becoming ready together at the end. The permit is a throttle, never a
+gate: a boot gives it up after ``BOOT_HOLD_S``, and a boot that waits longer than
+that for one goes ahead without it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +27,19 @@ from typing import Any
 from firewall.runner.outcome import Outcome, signal_name, tail
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
+READY = b'{"ready": true}'
+GARBLED = "the worker's reply was not JSON (was the protocol stream written to?)"
+BOOT_HOLD_S = 0.5
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_BOOT_PERMITS = threading.BoundedSemaphore(_cpus())
 _BOOT = (
     "import sys; sys.path.append({parent!r}); "
     "from firewall._worker import main; main()"
@@ -31,6 +54,7 @@ class PythonWorker:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
         self._buffer = bytearray()
+        self._permit = False  # this worker's boot holds one of the _BOOT_PERMITS
 
     def call(
         self,
@@ -41,25 +65,61 @@ class PythonWorker:
         register: Callable[[int | None], None] = lambda pid: None,
     ) -> Outcome:
         """Run one trial; a hang or a crash costs this trial and this worker, nothing more."""
-        proc = self._proc if self._proc and self._proc.poll() is None else self._start()
+        if self._proc is not None and self._proc.poll() is None:
+            proc, booting = self._proc, False
+            self._log.truncate(0)
+        else:
+            proc, booting = self._start(), True
+        deadline = time.monotonic() + timeout  # a worker's boot counts against its first trial
         register(proc.pid)
         try:
-            return self._exchange(proc, target, seed, trial, timeout)
+            if booting:
+                failed = self._boot(proc, deadline, timeout)
+                if failed is not None:
+                    return failed
+            return self._exchange(proc, target, seed, trial, timeout, deadline)
         finally:
             register(None)
 
+    def _boot(
+        self, proc: subprocess.Popen[bytes], deadline: float, timeout: float
+    ) -> Outcome | None:
+        """Wait for a fresh worker's ready line; an Outcome when it died or hung instead."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        try:
+            line = self._read_line(fd, min(deadline, time.monotonic() + BOOT_HOLD_S))
+        finally:
+            self._release_permit()
+        if line is None and time.monotonic() < deadline:
+            line = self._read_line(fd, deadline)
+        if line is None:
+            self.kill()
+            return Outcome(error=f"timed out after {timeout:g} s; the worker was killed")
+        if line == b"":
+            return self._died(proc)
+        if line != READY:
+            self.kill()
+            return Outcome(error=GARBLED)
+        return None
+
     def _exchange(
-        self, proc: subprocess.Popen[bytes], target: str, seed: int, trial: int, timeout: float
+        self,
+        proc: subprocess.Popen[bytes],
+        target: str,
+        seed: int,
+        trial: int,
+        timeout: float,
+        deadline: float,
     ) -> Outcome:
         assert proc.stdin is not None and proc.stdout is not None
-        self._log.truncate(0)
         request = json.dumps({"target": target, "seed": seed, "trial": trial}) + "\n"
         try:
             proc.stdin.write(request.encode())
             proc.stdin.flush()
         except BrokenPipeError:
             return self._died(proc)
-        line = self._read_line(proc.stdout.fileno(), time.monotonic() + timeout)
+        line = self._read_line(proc.stdout.fileno(), deadline)
         if line is None:
             self.kill()
             return Outcome(error=f"timed out after {timeout:g} s; the worker was killed")
@@ -69,12 +129,13 @@ class PythonWorker:
             reply = json.loads(line)
         except ValueError:
             self.kill()
-            return Outcome(error="the worker's reply was not JSON (was the protocol stream written to?)")
+            return Outcome(error=GARBLED)
         if "error" in reply:
             return Outcome(error=str(reply["error"]))
         return Outcome(payload=reply["result"])
 
     def kill(self) -> None:
+        self._release_permit()
         proc, self._proc = self._proc, None
         self._buffer.clear()
         if proc is None:
@@ -98,16 +159,28 @@ class PythonWorker:
         self.kill()
         if self._log is None:
             self._log = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115 - lives as long as the worker
+        else:
+            self._log.truncate(0)
+        self._permit = _BOOT_PERMITS.acquire(timeout=BOOT_HOLD_S)
         parent = str(Path(__file__).resolve().parents[2])
-        self._proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT.format(parent=parent)],
-            cwd=self._cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            start_new_session=True,
-        )
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT.format(parent=parent)],
+                cwd=self._cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                start_new_session=True,
+            )
+        except BaseException:
+            self._release_permit()
+            raise
         return self._proc
+
+    def _release_permit(self) -> None:
+        if self._permit:
+            self._permit = False
+            _BOOT_PERMITS.release()
 
     def _read_line(self, fd: int, deadline: float) -> bytes | None:
         """The next reply line; b"" at end of stream, None past the deadline."""
