@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from firewall import output
 from firewall.config import LoadedConfig, load_config
 from firewall.discovery import discover, select
-from firewall.github.annotations import annotation
-from firewall.github.publish import publish
-from firewall.lifecycle import overdue
-from firewall.registry import Registry
-from firewall.report.artefact import Artefact
 from firewall.spec import EvalSpec
-from firewall.timeutil import now
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,23 +66,3 @@ def load_project(config_path: Path | None, ids: Sequence[str] = (), tags: Sequen
     config = load_config(config_path, cwd)
     specs = select(discover(config, cwd), ids, tags)
     return Project(config=config, specs=specs, cwd=cwd)
-
-
-def warn_overdue(project: Project) -> None:
-    """Flag quarantines past their review date: a warning, never a failure."""
-    registry = Registry(project.cwd / project.config.settings.registry)
-    for eval_id in overdue(registry.read(), now()):
-        output.warn(f"{eval_id}: quarantine review is overdue; see `firewall status`")
-
-
-def publish_github(project: Project, artefact: Artefact, report_path: Path | None) -> None:
-    """In a GitHub Actions job: annotations on stdout, the job summary and the step outputs."""
-    settings = project.config.settings
-    publication = publish(
-        artefact, report_path=report_path,
-        entries=Registry(project.cwd / settings.registry).read(),
-        history_path=project.cwd / settings.history, env=os.environ,
-    )
-    output.annotate(publication.annotations)
-    for problem in publication.problems:
-        output.annotate([annotation("warning", problem, title="Flakiness Firewall")])

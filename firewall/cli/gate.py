@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from firewall import output, pipeline
-from firewall.cli.common import Project, config_option, publish_github, warn_overdue
+from firewall.cli.common import Project, config_option
 from firewall.config import load_config
+from firewall.effects import publish_github, sync_after_gate, warn_overdue
 
 
 @click.command()
@@ -33,6 +34,7 @@ def gate(parts: tuple[Path, ...], config_path: Path | None, report: Path | None,
     outcome = pipeline.gate(project.config, parts, options, cwd=project.cwd)
     output.show_outcome(outcome, fmt=fmt, verbose=verbose,
                         registry=project.config.settings.registry)
+    sync_after_gate(project, outcome, dry_run=dry_run, no_issues=no_issues)
     warn_overdue(project)
     publish_github(project, outcome.artefact, outcome.report_path)
     raise SystemExit(outcome.exit_code)

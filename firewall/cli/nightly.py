@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, load_project, publish_github, warn_overdue
+from firewall.cli.common import config_option, load_project
+from firewall.effects import publish_github, sync_after_nightly, warn_overdue
 from firewall.nightly import NightlyOptions, nightly
 from firewall.registry import Registry
 
@@ -61,6 +62,7 @@ def nightly_command(config_path: Path | None, probe_all: bool, k: int | None, se
                     + ("" if artefact.run.complete else " -- INTERRUPTED, nothing was counted"))
         output.echo(f"report: {outcome.report_path}" if outcome.report_path
                     else "dry run: no file was changed")
+    sync_after_nightly(project, outcome, entries, dry_run=dry_run, no_issues=no_issues)
     warn_overdue(project)
     publish_github(project, artefact, outcome.report_path)
     raise SystemExit(0 if artefact.run.complete else 130)

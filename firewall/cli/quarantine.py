@@ -8,9 +8,10 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, load_project
+from firewall.cli.common import Project, config_option, load_project
 from firewall.config import load_config
 from firewall.discovery import unknown_eval_message
+from firewall.effects import sync_after_add, sync_after_release
 from firewall.errors import UsageError
 from firewall.pipeline import git_info
 from firewall.registry import Entry, Registry
@@ -26,8 +27,10 @@ def quarantine() -> None:
 @click.argument("eval_id")
 @click.option("--reason", required=True, help="Why, for the reviewer and the triage view.")
 @click.option("--owner", help="GitHub login or team responsible for the fix.")
+@click.option("--no-issues", is_flag=True, help="Open no GitHub issue for it.")
 @config_option
-def add(eval_id: str, reason: str, owner: str | None, config_path: Path | None) -> None:
+def add(eval_id: str, reason: str, owner: str | None, no_issues: bool,
+        config_path: Path | None) -> None:
     """Quarantine EVAL_ID: runs skip it until it is released."""
     project = load_project(config_path)
     spec = next((s for s in project.specs if s.id == eval_id), None)
@@ -46,24 +49,27 @@ def add(eval_id: str, reason: str, owner: str | None, config_path: Path | None) 
         )
     output.echo(f"quarantined {eval_id} in {settings.registry} (review by "
                 f"{at + dt.timedelta(days=settings.nightly.review_days):%Y-%m-%d})")
+    sync_after_add(project, eval_id, no_issues=no_issues)
 
 
 @quarantine.command()
 @click.argument("eval_id")
-@click.option("--reason", help="Why it is released, for the record.")
+@click.option("--reason", help="Why it is released, for the record and the issue.")
+@click.option("--no-issues", is_flag=True, help="Leave its GitHub issue alone.")
 @config_option
-def release(eval_id: str, reason: str | None, config_path: Path | None) -> None:
-    """Release EVAL_ID from quarantine: the next run gates it again."""
-    config = load_config(config_path, Path.cwd())
-    registry = Registry(Path.cwd() / config.settings.registry)
+def release(eval_id: str, reason: str | None, no_issues: bool, config_path: Path | None) -> None:
+    """Release EVAL_ID from quarantine: the next run gates it again; its issue is closed."""
+    project = Project(config=load_config(config_path, Path.cwd()), specs=[], cwd=Path.cwd())
+    registry = Registry(project.cwd / project.config.settings.registry)
     with registry.edit() as entries:
         if eval_id not in entries:
             if not entries:
                 raise UsageError(f"{eval_id} is not quarantined: {registry.path.name} is empty")
             raise UsageError(unknown_eval_message(eval_id, entries).replace(
                 "no eval with id", "no quarantined eval with id"))
-        del entries[eval_id]
+        released = entries.pop(eval_id)
     output.echo(f"released {eval_id}" + (f": {reason}" if reason else ""))
+    sync_after_release(project, eval_id, released, reason, no_issues=no_issues)
 
 
 @quarantine.command(name="list")

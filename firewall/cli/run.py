@@ -11,10 +11,9 @@ from firewall.cli.common import (
     SeedParam,
     config_option,
     load_project,
-    publish_github,
     selection_options,
-    warn_overdue,
 )
+from firewall.effects import publish_github, sync_after_gate, warn_overdue
 
 
 @click.command()
@@ -54,6 +53,7 @@ def run(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, k
         progress.close()
     output.show_outcome(outcome, fmt=fmt, verbose=verbose,
                         registry=project.config.settings.registry)
+    sync_after_gate(project, outcome, dry_run=dry_run, no_issues=no_issues)
     warn_overdue(project)
     publish_github(project, outcome.artefact, outcome.report_path)
     raise SystemExit(outcome.exit_code)

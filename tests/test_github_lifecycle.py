@@ -1,0 +1,118 @@
+"""Quarantine issues through the CLI, with the real PyGithub client against the stand-in."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from firewall.cli import main
+from tests.github_standin import GitHubStandIn
+
+EVAL = """
+import sys
+from pathlib import Path
+seed = int(sys.argv[1])
+mode = Path("mode.txt").read_text().strip()
+score = (seed % 1000) / 1000 if mode == "unstable" else 0.9 + (seed % 3) / 1000
+print('{"score": %s}' % score)
+"""
+
+
+@pytest.fixture
+def hub(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubStandIn]:
+    (project / "tone.py").write_text(EVAL)
+    (project / "mode.txt").write_text("unstable")
+    (project / "firewall.toml").write_text(
+        'k = 5\n[nightly]\nk = 5\nrelease_after = 2\n'
+        '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed}"\nowner = "alice"\n'
+    )
+    with GitHubStandIn(assignable={"alice"}) as standin:
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        monkeypatch.setenv("GITHUB_TOKEN", standin.token)
+        monkeypatch.setenv("GITHUB_REPOSITORY", standin.repository)
+        monkeypatch.setenv("GITHUB_API_URL", standin.url)
+        yield standin
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def entry(project: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((project / "quarantine.json").read_text())["evals"]["tone"]
+
+
+def test_quarantine_opens_one_issue_and_release_closes_it(project: Path,
+                                                         hub: GitHubStandIn) -> None:
+    result = invoke("run")
+    assert result.exit_code == 0, result.output
+    (issue,) = hub.open_issues()
+    assert entry(project)["issue"] == issue.number
+    assert "<!-- firewall:eval=tone -->" in issue.body and issue.assignees == ["alice"]
+    assert "firewall replay tone --seed" in issue.body
+    assert "flaky-eval" in issue.labels
+    assert hub.token not in result.output
+
+    # A second quarantine of the same eval (after a manual release and re-entry) comments.
+    invoke("quarantine", "release", "tone", "--no-issues")
+    invoke("run")
+    assert len(hub.issues) == 1 and len(hub.open_issues()) == 1
+    assert hub.issues[issue.number].comments, "the open issue got a comment, not a twin"
+
+    # Stable nights: the status block follows, and the release closes the issue.
+    (project / "mode.txt").write_text("stable")
+    invoke("nightly")
+    assert "1/2" in hub.issues[issue.number].body or "1 of 2" in hub.issues[issue.number].body
+    released = invoke("nightly")
+    assert "released" in released.output
+    assert hub.issues[issue.number].state == "closed"
+    assert hub.issues[issue.number].state_reason == "completed"
+
+
+def test_an_outage_changes_no_decision_and_the_next_run_catches_up(
+    project: Path, hub: GitHubStandIn
+) -> None:
+    hub.fail("503")
+    result = invoke("run")
+    assert result.exit_code == 0, "quarantine is still not a failure"
+    assert "::warning" in result.output and "503" in result.output
+    assert entry(project)["issue"] is None
+    assert hub.token not in result.output
+
+    hub.heal()
+    invoke("run")  # tone is skipped as quarantined, but its issue is owed
+    (issue,) = hub.open_issues()
+    assert entry(project)["issue"] == issue.number
+
+
+def test_a_read_only_token_warns_and_keeps_the_exit_code(project: Path,
+                                                         hub: GitHubStandIn) -> None:
+    (project / "firewall.toml").write_text(
+        (project / "firewall.toml").read_text()
+        + '[[evals]]\nid = "low"\ncommand = "echo \'{\\"score\\": 0.1}\'"\n'
+    )
+    hub.fail("read-only", method="POST")
+    result = invoke("run")
+    assert result.exit_code == 1
+    assert "Resource not accessible by integration" in result.output
+
+
+def test_dry_run_and_no_issues_say_what_they_would_do(project: Path, hub: GitHubStandIn) -> None:
+    result = invoke("run", "--dry-run")
+    assert "would open issue for tone" in result.output
+    assert not hub.issues and not (project / "quarantine.json").exists()
+    result = invoke("run", "--no-issues")
+    assert "would open issue for tone" in result.output and not hub.issues
+
+
+def test_issues_off_in_the_config_touches_no_issue(project: Path, hub: GitHubStandIn) -> None:
+    (project / "firewall.toml").write_text(
+        (project / "firewall.toml").read_text() + "[github]\nissues = false\n"
+    )
+    result = invoke("run")
+    assert result.exit_code == 0 and "QUARANTINE" in result.output
+    assert not hub.requests
