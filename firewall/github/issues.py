@@ -33,6 +33,13 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from firewall.errors import FirewallError
+from firewall.diagnostics import (
+    FieldDrift,
+    describe_drift,
+    describe_flip,
+    describe_hint,
+    format_check,
+)
 from firewall.lifecycle import Event
 from firewall.policy import fmt
 from firewall.registry import Entry
@@ -44,6 +51,7 @@ DEFAULT_LABEL = "flaky-eval"
 LABEL_COLOUR = "d93f0b"
 LABEL_DESCRIPTION = "An eval the flakiness firewall quarantined"
 MAX_WAIT_S = 10.0  # the longest a CI step waits on GitHub before giving up until the next run
+MAX_FLIPS_SHOWN = 10
 MAX_TRIALS_SHOWN = 40  # an issue body holds at most 65536 characters
 MAX_FAILURES_SHOWN = 5
 MAX_QUOTE_CHARS = 2000
@@ -396,7 +404,25 @@ def render_body(eval_id: str, ctx: IssueContext) -> str:
         more_trials=max(0, len(trials) - MAX_TRIALS_SHOWN),
         failures=failures[:MAX_FAILURES_SHOWN],
         status=_status_view(ctx, None, "unstable"),
+        **_diagnostics_view(report),
     )
+
+
+def _diagnostics_view(report: EvalReport | None) -> dict[str, list[str]]:
+    """Why it scatters: cause hints, every rule's check, flipping cases, drifting fields."""
+    if report is None:
+        return {"hints": [], "checks": [], "flips": [], "drift": []}
+    drifting = [
+        describe_drift(FieldDrift(name=name, drift=rate, distribution=report.distributions.get(
+            name, []), trials=sum(v.count for v in report.distributions.get(name, []))))
+        for name, rate in sorted(report.drift.items(), key=lambda item: -item[1]) if rate > 0
+    ]
+    return {
+        "hints": [describe_hint(hint) for hint in report.hints],
+        "checks": [format_check(check) for check in report.checks],
+        "flips": [describe_flip(flip) for flip in report.flips[:MAX_FLIPS_SHOWN]],
+        "drift": drifting[:MAX_FLIPS_SHOWN],
+    }
 
 
 def _quarantine_view(eval_id: str, ctx: IssueContext) -> dict[str, Any]:
