@@ -15,7 +15,7 @@ from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.spec import Source
 from firewall.stats import Stats
 
-COLUMNS = 8
+COLUMNS = 9
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
@@ -50,7 +50,7 @@ def artefact(*reports: EvalReport, exit_code: int = 0, complete: bool = True) ->
 def table_rows(markdown: str) -> list[list[str]]:
     """The cells of every body row of the table, split where GitHub would split them."""
     lines = markdown.splitlines()
-    start = lines.index("|---|---|--:|--:|--:|--:|---|---|") + 1
+    start = lines.index("|---|---|--:|--:|--:|--:|---|---|---|") + 1
     rows = []
     for line in lines[start:]:
         if not line.startswith("|"):
@@ -80,7 +80,7 @@ def test_every_eval_in_a_row_failures_first() -> None:
         ("🔒 QUARANTINED", "held"),
         ("✅ PASS", "passes"),
     ]
-    assert rows[0] == ["❌ FAIL", "fails", "0.61", "0.01", "7", "0%", "▁▂▃", "fails reason"]
+    assert rows[0] == ["❌ FAIL", "fails", "0.61", "0.01", "7", "0%", "▁▂▃", "-", "fails reason"]
     assert rows[1][2:6] == ["-", "-", "7", "-"]  # nothing scored
 
 
@@ -139,7 +139,7 @@ def test_a_reason_stays_inside_its_cell(text: str) -> None:
     rows = table_rows(markdown)
     assert len(rows) == 1 and len(rows[0]) == COLUMNS
     assert "<" not in markdown  # no HTML can open
-    assert "](" not in rows[0][7].replace("\\]", "")  # no link or image syntax survives
+    assert "](" not in rows[0][8].replace("\\]", "")  # no link or image syntax survives
 
 
 def test_cell_escaping() -> None:
@@ -235,3 +235,21 @@ def test_append_summary_adds_to_the_file(tmp_path: Path) -> None:
     append_summary(path, "## ours")
     append_summary(path, "more\n")
     assert path.read_text(encoding="utf-8") == "# earlier step\n## ours\nmore\n"
+
+
+def test_usage_is_shown_without_budgets_and_failures_list_their_checks() -> None:
+    from firewall.pipeline import judge
+    from firewall.trial import TrialRecord
+    from tests.fakes import make_spec
+
+    trials = [TrialRecord(index=i, seed=i, score=0.5, passed=False,
+                          metrics={"latency_ms": 100.0 * (i + 1), "tokens": 400.0,
+                                   "cost_usd": 0.002})
+              for i in range(7)]
+    failing = judge(make_spec(id="slowpoke", k=7), trials)
+    markdown = render_summary(artefact(failing, exit_code=1))
+    (row,) = table_rows(markdown)
+    assert row[7] == "p50 400 ms, p95 670 ms, 400 tokens, $0.002"
+    details = markdown.split("### Details", 1)[1]
+    assert "<details><summary>slowpoke" in details
+    assert "FAIL median 0.5 &lt; 0.8" in details and "ok   iqr 0 &lt;= 0.03" in details

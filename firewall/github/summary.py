@@ -18,6 +18,7 @@ from typing import Any
 
 import jinja2
 
+from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.github.annotations import severity
 from firewall.github.outputs import result_for
 from firewall.policy import Status, fmt
@@ -68,6 +69,8 @@ class Row:
     reason: str
     issue: str
     quarantine: bool
+    usage: str = "-"  # p50/p95 latency, mean tokens, mean cost: shown even without budgets
+    details: tuple[str, ...] = ()  # checklist and likely causes of a failing or unstable eval
 
 
 def cell(text: str, limit: int = REASON_LIMIT) -> str:
@@ -144,6 +147,8 @@ def _rows_that_fit(
         cost = _size(str(module.row(row))) + 1
         if row.quarantine:
             cost += _size(str(module.quarantine_item(row))) + 1
+        if row.details:
+            cost += _size(str(module.details(row))) + 1
         if cost > budget:
             break
         budget -= cost
@@ -216,7 +221,31 @@ def _row(report: EvalReport, trends: Mapping[str, str], issue_links: Mapping[str
         reason=cell(report.reason),
         issue=issue_link(url) if url else "",
         quarantine=_in_quarantine(report),
+        usage=_usage(report),
+        details=_details(report),
     )
+
+
+def _usage(report: EvalReport) -> str:
+    stats = report.stats
+    parts = []
+    if stats.p95_latency_ms is not None and stats.p50_latency_ms is not None:
+        parts.append(f"p50 {stats.p50_latency_ms:.0f} ms, p95 {stats.p95_latency_ms:.0f} ms")
+    if stats.mean_tokens is not None:
+        parts.append(f"{stats.mean_tokens:.0f} tokens")
+    if stats.mean_cost_usd is not None:
+        parts.append(f"${stats.mean_cost_usd:.4g}")
+    return cell(", ".join(parts), ID_LIMIT) if parts else "-"
+
+
+def _details(report: EvalReport) -> tuple[str, ...]:
+    """Every rule's check and the likely causes, for the evals someone has to look at."""
+    if report.status is Status.PASS or not (report.checks or report.hints):
+        return ()
+    lines = [cell(format_check(check)) for check in report.checks]
+    lines += [cell("likely: " + describe_hint(hint)) for hint in report.hints[:3]]
+    lines += [cell("flipping: " + describe_flip(flip)) for flip in report.flips[:5]]
+    return tuple(lines)
 
 
 def _number(value: float | None) -> str:
