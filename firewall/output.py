@@ -179,6 +179,10 @@ def status_text(view: StatusView) -> str:
         for q in view.quarantined:
             gone = "" if q.defined else " [no longer defined: release it]"
             lines.append(f"  {q.id} ({q.source}, since {q.since:%Y-%m-%d}){gone}: {q.reason}")
+            if q.drifting:
+                fields = ", ".join(f"{name} {fmt(rate)}" for name, rate in
+                                   sorted(q.drifting.items(), key=lambda item: -item[1])[:5])
+                lines.append(f"    drifting fields: {fields}")
     if view.overdue:
         lines.append("")
         lines.append(f"review overdue: {', '.join(view.overdue)} (a flag, never a failure)")

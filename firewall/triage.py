@@ -33,6 +33,7 @@ class QuarantineView(BaseModel):
     overdue: bool
     owner: str | None
     defined: bool
+    drifting: dict[str, float] = {}  # output fields that varied in its latest probe
 
 
 class LastRun(BaseModel):
@@ -64,6 +65,7 @@ def build(
     """One pass over the history: the trend of every quarantined eval, and the last run."""
     window_start = to_text(at - dt.timedelta(days=days))
     trends: dict[str, list[float | None]] = {eval_id: [] for eval_id in entries}
+    drifting: dict[str, dict[str, float]] = {}
     last_id: str | None = None
     last_rows: list[dict[str, Any]] = []
     for row in rows:
@@ -72,12 +74,20 @@ def build(
             last_id, last_rows = run_id, []
         last_rows.append(row)
         trend = trends.get(row["eval_id"])
-        if trend is not None and str(row.get("build_ts", "")) >= window_start:
+        if trend is None:
+            continue
+        if str(row.get("build_ts", "")) >= window_start:
             median = row.get("median")
             trend.append(float(median) if isinstance(median, (int, float)) else None)
+        drift = row.get("drift")
+        if isinstance(drift, dict) and row.get("median") is not None:
+            drifting[row["eval_id"]] = {
+                name: float(rate) for name, rate in drift.items()
+                if isinstance(rate, (int, float)) and rate > 0
+            }
     views = [
         _view(eval_id, entry, trends[eval_id], at=at, release_after=release_after,
-              defined=eval_id in defined)
+              defined=eval_id in defined, drifting=drifting.get(eval_id, {}))
         for eval_id, entry in sorted(entries.items(), key=lambda item: (item[1].since, item[0]))
     ]
     last_run = None
@@ -91,13 +101,13 @@ def build(
 
 
 def _view(eval_id: str, entry: Entry, trend: list[float | None], *, at: dt.datetime,
-          release_after: int, defined: bool) -> QuarantineView:
+          release_after: int, defined: bool, drifting: dict[str, float]) -> QuarantineView:
     return QuarantineView(
         id=eval_id, source=entry.source, since=entry.since, age_days=(at - entry.since).days,
         reason=entry.reason, median=entry.median, iqr=entry.iqr, streak=entry.stable_streak,
         release_after=release_after, trend=trend, sparkline=sparkline(trend),
         issue=entry.issue, issue_url=issue_url(entry.issue), review_by=entry.review_by,
-        overdue=entry.overdue(at), owner=entry.owner, defined=defined,
+        overdue=entry.overdue(at), owner=entry.owner, defined=defined, drifting=drifting,
     )
 
 

@@ -39,7 +39,8 @@ def test_status_joins_registry_trend_and_last_run() -> None:
         row("tone", "r2", days_ago=10, median=0.6, status="quarantine"),
         row("other", "r2", days_ago=10),
         row("tone", "r3", days_ago=1, median=None, status="error", mode="nightly"),
-        row("tone", "r4", days_ago=0.5, median=0.9, status="quarantined", mode="nightly"),
+        {**row("tone", "r4", days_ago=0.5, median=0.9, status="quarantined", mode="nightly"),
+         "drift": {"category": 0.4, "tone": 0.0}},
         row("other", "r4", days_ago=0.5, status="fail", mode="nightly"),
     ]
     view = build({"tone": entry(45, streak=2, issue=42, owner="alice")}, rows, at=AT,
@@ -50,6 +51,7 @@ def test_status_joins_registry_trend_and_last_run() -> None:
     assert (tone.age_days, tone.streak, tone.release_after) == (45, 2, 3)
     assert tone.overdue and view.overdue == ["tone"]
     assert tone.issue == 42 and tone.owner == "alice"
+    assert tone.drifting == {"category": 0.4}
     assert view.last_run is not None and view.last_run.run_id == "r4"
     assert view.last_run.counts == {"quarantined": 1, "fail": 1}
 
