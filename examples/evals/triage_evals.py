@@ -1,0 +1,40 @@
+"""Python evals of the triage model: one declared in pyproject.toml, one with @firewall.eval.
+
+Python evals run in a long-lived worker process, so they pay for importing
+numpy once, not once per trial as a command does.
+"""
+
+from __future__ import annotations
+
+import firewall
+from examples.evals import support_model as model
+
+
+def sampled_triage(seed: int) -> float:
+    """triage-sampled (declared in pyproject.toml): the triage model at the drafter's temperature.
+
+    At temperature 1.2 the right category comes out in only about seven calls
+    of ten, so two trials differ by a few tickets and the IQR of the accuracy
+    is over twice the flakiness of 0.03. The firewall quarantines the eval
+    rather than gate on a number that luck decides. Returning a bare float is
+    the smallest trial result there is.
+    """
+    return model.triage(seed, temperature=model.SAMPLING).accuracy
+
+
+@firewall.eval(threshold=0.85, tags=["capability"], blocking=False)
+def triage_prompt_v2(seed: int) -> firewall.TrialResult:
+    """triage-prompt-v2: a candidate prompt that files refund requests under billing.
+
+    The mistake is the same in every trial, so the eval is stable and its
+    median is below the bar: a real regression, and a FAIL. It is marked
+    non-blocking, as a capability eval for work in progress would be.
+    """
+    run = model.triage(seed, temperature=model.GREEDY, prompt_version="triage-v2")
+    return firewall.TrialResult(
+        score=run.accuracy,
+        items=run.items,
+        metrics=model.mean_metrics(run.usages),
+        model_id=model.MODEL_ID,
+        prompt_version=run.prompt_version,
+    )

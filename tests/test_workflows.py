@@ -1,0 +1,116 @@
+"""action.yml and the workflows: parsed, and the invariants we rely on checked."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from firewall.scaffold import ACTION_REF, scaffold
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOWS = REPO / ".github" / "workflows"
+OUTPUTS = {"status", "exit-code", "pass", "fail", "quarantine", "quarantined", "error", "report"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    document = yaml.safe_load(path.read_text())
+    assert isinstance(document, dict), path
+    # PyYAML reads the bare key `on` as True (YAML 1.1); GitHub reads it as "on".
+    if True in document:
+        document["on"] = document.pop(True)
+    return document
+
+
+def scripts(document: dict[str, Any]) -> list[str]:
+    steps = document.get("runs", {}).get("steps", [])
+    for job in document.get("jobs", {}).values():
+        steps += job.get("steps", [])
+    return [step["run"] for step in steps if "run" in step]
+
+
+def test_action_is_composite_and_exposes_every_output() -> None:
+    action = load(REPO / "action.yml")
+    assert action["runs"]["using"] == "composite"
+    assert set(action["outputs"]) == OUTPUTS
+    for name, output in action["outputs"].items():
+        assert output["value"] == f"${{{{ steps.firewall.outputs.{name} }}}}"
+    assert {"args", "python-version", "working-directory", "command"} <= set(action["inputs"])
+    assert any(step.get("id") == "firewall" for step in action["runs"]["steps"])
+
+
+def test_action_installs_from_its_own_path_into_an_isolated_environment() -> None:
+    install = next(s for s in load(REPO / "action.yml")["runs"]["steps"]
+                   if "pip install" in s.get("run", ""))
+    assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    assert "python3 -m venv" in install["run"] and '"$ACTION_PATH"' in install["run"]
+
+
+@pytest.mark.parametrize("path", [REPO / "action.yml", *sorted(WORKFLOWS.glob("*.yml"))],
+                         ids=lambda p: p.name)
+def test_no_expression_is_spliced_into_a_script(path: Path) -> None:
+    """Inputs reach scripts through env:, never as ${{ }} inside `run:` (script injection)."""
+    for script in scripts(load(path)):
+        assert "${{" not in script, script
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "firewall.yml", "nightly.yml"])
+def test_workflows_have_minimal_permissions_and_concurrency(name: str) -> None:
+    workflow = load(WORKFLOWS / name)
+    assert "permissions" in workflow and workflow["permissions"].get("contents") in ("read",
+                                                                                      "write")
+    assert "write-all" not in str(workflow["permissions"])
+    assert workflow["concurrency"]["group"]
+    for job in workflow["jobs"].values():
+        assert "timeout-minutes" in job
+
+
+def test_ci_runs_the_readme_test_command_on_a_python_matrix() -> None:
+    workflow = load(WORKFLOWS / "ci.yml")
+    job = workflow["jobs"]["test"]
+    assert len(job["strategy"]["matrix"]["python-version"]) >= 3
+    assert "3.10" in job["strategy"]["matrix"]["python-version"]
+    readme = (REPO / "README.md").read_text()
+    command = re.search(r"## Tests\n\n```bash\n(.+?)\n```", readme)
+    assert command is not None
+    assert command.group(1) in scripts(workflow)
+    ci_script = (REPO / ".ci" / "run").read_text()
+    assert ci_script.strip().splitlines()[-1] == command.group(1)
+
+
+def test_the_pr_gate_uses_this_action_and_uploads_the_report() -> None:
+    workflow = load(WORKFLOWS / "firewall.yml")
+    assert "pull_request" in workflow["on"]
+    steps = workflow["jobs"]["gate"]["steps"]
+    assert any(step.get("uses") == "./" for step in steps)
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()" and upload["with"]["path"] == "firewall-report.json"
+    assert workflow["permissions"] == {"contents": "read", "issues": "write"}
+
+
+def test_the_nightly_is_scheduled_and_proposes_a_pull_request() -> None:
+    workflow = load(WORKFLOWS / "nightly.yml")
+    assert workflow["on"]["schedule"][0]["cron"]
+    assert workflow["concurrency"]["cancel-in-progress"] is False
+    steps = workflow["jobs"]["nightly"]["steps"]
+    firewall = next(s for s in steps if s.get("uses") == "./")
+    assert firewall["with"]["command"] == "nightly"
+    assert any("gh pr create" in script for script in scripts(workflow))
+    assert workflow["permissions"]["pull-requests"] == "write"
+
+
+def test_init_scaffolds_valid_workflows_and_never_overwrites(tmp_path: Path) -> None:
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    mine = tmp_path / ".github" / "workflows" / "firewall.yml"
+    mine.write_text("name: mine\n")
+    results = {p.path.name: p for p in scaffold(tmp_path)}
+    assert not results["firewall.yml"].created and mine.read_text() == "name: mine\n"
+    assert results["firewall-nightly.yml"].created and results["firewall.toml"].created
+    nightly = load(tmp_path / ".github" / "workflows" / "firewall-nightly.yml")
+    uses = [s.get("uses") for s in nightly["jobs"]["nightly"]["steps"]]
+    assert ACTION_REF in uses
+    again = scaffold(tmp_path)
+    assert not any(p.created for p in again)
