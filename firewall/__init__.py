@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from firewall._version import __version__
 
@@ -48,9 +48,17 @@ class TrialResult:
         return out
 
 
+@overload
+def eval(fn: F, /) -> F: ...  # noqa: A001
+
+
+@overload
+def eval(*, id: str | None = None, **options: Any) -> Callable[[F], F]: ...  # noqa: A001
+
+
 def eval(  # noqa: A001 - `firewall.eval` is the name users write
     fn: F | None = None, /, *, id: str | None = None, **options: Any
-) -> Any:
+) -> F | Callable[[F], F]:
     """Declare a Python eval, discovered under the configured ``paths``.
 
     Use as ``@firewall.eval`` or ``@firewall.eval(threshold=0.85, k=9)``. The

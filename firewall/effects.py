@@ -58,7 +58,7 @@ def report_problem(text: str) -> None:
 def issue_tracker(project: Project, *, dry_run: bool, no_issues: bool) -> IssueTracker | None:
     try:
         return sync.tracker_for(project.config.settings, os.environ, dry_run=dry_run,
-                                no_issues=no_issues, echo=output.echo)
+                                no_issues=no_issues, echo=output.note)
     except IssueError as exc:
         report_problem(f"{exc}; no issue was opened or updated")
         return None

@@ -54,6 +54,11 @@ def annotate(lines: Sequence[str]) -> None:
         click.echo(line)
 
 
+def note(text: str) -> None:
+    """A side remark for people (e.g. what a dry run would do): stderr, so stdout stays data."""
+    click.echo(text, err=True)
+
+
 def warn(text: str) -> None:
     click.echo(f"firewall: warning: {text}", err=True)
 
@@ -100,10 +105,11 @@ def table(reports: Sequence[EvalReport], *, colour: bool | None = None, verbose:
         (
             r.status.label + ("" if r.blocking or r.status is not Status.FAIL else "*"),
             r.id,
-            number(r.stats.median),
-            number(r.stats.iqr),
+            # An errored probe's numbers come from the few trials that scored: not worth a glance.
+            "-" if r.status is Status.ERROR else number(r.stats.median),
+            "-" if r.status is Status.ERROR else number(r.stats.iqr),
             str(len(r.trials) or r.k),
-            percent(r.stats.pass_rate),
+            "-" if r.status is Status.ERROR else percent(r.stats.pass_rate),
             r.reason,
         )
         for r in reports
@@ -148,7 +154,10 @@ def show_outcome(outcome: Outcome, *, fmt: str, verbose: bool, registry: str) ->
     echo()
     echo(summary_line(artefact))
     for eval_id in outcome.new_quarantines:
-        echo(f"quarantined {eval_id}: added to {registry}")
+        if outcome.report_path is None:
+            echo(f"quarantine {eval_id}: would be added to {registry}")
+        else:
+            echo(f"quarantined {eval_id}: added to {registry}")
     if outcome.report_path is not None:
         echo(f"report: {outcome.report_path}")
     else:

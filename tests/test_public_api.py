@@ -1,0 +1,52 @@
+"""The API eval code imports: the decorator, TrialResult and firewall.stats."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import firewall
+
+
+def test_decorator_keeps_the_function_and_records_options() -> None:
+    @firewall.eval(threshold=0.85, k=9, tags=["regression"])
+    def triage_accuracy(seed: int) -> float:
+        return seed / 10
+
+    @firewall.eval
+    def plain(seed: int) -> float:
+        return 1.0
+
+    assert triage_accuracy(seed=5) == 0.5
+    assert getattr(triage_accuracy, firewall.EVAL_ATTRIBUTE) == {
+        "id": "triage-accuracy", "threshold": 0.85, "k": 9, "tags": ["regression"]}
+    assert getattr(plain, firewall.EVAL_ATTRIBUTE) == {"id": "plain"}
+
+
+def test_stats_helpers_are_public() -> None:
+    assert firewall.stats.wilson_interval(18, 20)[0] == firewall.stats.wilson_interval(18, 20)[0]
+    assert firewall.stats.cohen_kappa(["a", "a"], ["a", "a"]) is None
+    assert firewall.stats.drift_rate(["x", "x", "y", "x"]) == 0.25
+    assert set(firewall.__all__) >= {"eval", "TrialResult", "stats"}
+
+
+def test_trial_result_serialises_only_what_was_set() -> None:
+    result = firewall.TrialResult(score=0.5, fields={"category": "billing"})
+    assert result.to_json() == {"score": 0.5, "fields": {"category": "billing"}}
+
+
+def test_decorated_functions_stay_typed_for_users(tmp_path: Path) -> None:
+    """`mypy --strict` on a user's eval module: the decorator must not erase types."""
+    module = tmp_path / "user_evals.py"
+    module.write_text(
+        "import firewall\n\n"
+        "@firewall.eval(threshold=0.8)\n"
+        "def a(seed: int) -> float:\n    return 1.0\n\n"
+        "@firewall.eval\n"
+        "def b(seed: int) -> float:\n    return 1.0\n\n"
+        "total: float = a(seed=1) + b(seed=2)\n"
+    )
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                           str(module)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
