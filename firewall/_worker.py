@@ -10,31 +10,35 @@ eval prints lands in the worker's log and can never be taken for a reply.
 ``--discover PATH...`` instead imports the files under the paths and prints
 the ``@firewall.eval`` functions it found, as one JSON document.
 
-Standard library only (plus ``firewall`` itself, which is light), so that a
-worker starts fast.
+Every worker pays for its own start-up, once per runner slot, so serving
+imports only what an interpreter has loaded anyway (json, os, signal, sys,
+importlib): no ``firewall`` package (the runner loads this file by path), no
+typing, no inspect for plain functions. asyncio, traceback, pathlib, inspect
+and ``firewall`` are imported on first use, by the trials that need them.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import os
 import signal
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from firewall import EVAL_ATTRIBUTE, TrialResult
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
 
-# asyncio (about 25 ms of imports) and traceback are imported on first use: every worker
-# pays for its own start-up, and most evals are neither async nor failing.
+    Eval = tuple[Callable[..., Any], bool, bool]  # function, takes `trial`, is async
 
-Eval = tuple[Callable[..., Any], bool, bool]  # function, takes `trial`, is async
+_FUNCTION = type(lambda: None)
+_VARARGS, _VARKEYWORDS, _COROUTINE = 0x04, 0x08, 0x80  # inspect.CO_VARARGS, ...
+# What makes inspect look past a plain function's code object: then ask inspect.
+_INTROSPECTED = ("__wrapped__", "__signature__", "_partialmethod", "__partialmethod__",
+                 "_is_coroutine_marker")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,6 +48,8 @@ def main(argv: list[str] | None = None) -> None:
     if sys.path[0] != os.getcwd():
         sys.path.insert(0, os.getcwd())
     if argv[:1] == ["--discover"]:
+        from pathlib import Path
+
         print(json.dumps(discover([Path(p) for p in argv[1:]])))
         return
     serve()
@@ -88,18 +94,38 @@ def _load(target: str, cache: dict[str, Eval]) -> Eval:
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"{target} is not callable")
-    parameters = inspect.signature(obj).parameters
-    takes_trial = "trial" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-    entry = (obj, takes_trial, inspect.iscoroutinefunction(obj))
+    entry = (obj, *shape(obj))
     cache[target] = entry
     return entry
 
 
+def shape(fn: Callable[..., Any]) -> tuple[bool, bool]:
+    """Whether fn takes `trial` (by name or **kwargs), and whether it is a coroutine function.
+
+    For a plain function this reads the code object, as inspect.signature and
+    inspect.iscoroutinefunction would, without importing inspect.
+    """
+    if type(fn) is _FUNCTION and not any(hasattr(fn, name) for name in _INTROSPECTED):
+        code = fn.__code__
+        flags = code.co_flags
+        count = code.co_argcount + code.co_kwonlyargcount
+        count += bool(flags & _VARARGS) + bool(flags & _VARKEYWORDS)
+        names = code.co_varnames[:count]
+        return "trial" in names or bool(flags & _VARKEYWORDS), bool(flags & _COROUTINE)
+    import inspect
+
+    parameters = inspect.signature(fn).parameters
+    takes_trial = "trial" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+    return takes_trial, inspect.iscoroutinefunction(fn)
+
+
 def to_payload(value: Any) -> Any:
     """The trial result JSON of what an eval function returned."""
-    if isinstance(value, TrialResult):
+    # An eval can only return a TrialResult if `firewall` has been imported (by the eval).
+    trial_result = getattr(sys.modules.get("firewall"), "TrialResult", None)
+    if trial_result is not None and isinstance(value, trial_result):
         return value.to_json()
     if isinstance(value, bool):
         return {"score": 1.0 if value else 0.0}
@@ -118,6 +144,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"eval called sys.exit({exc.code!r})"
     import traceback
+    from pathlib import Path
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
@@ -126,6 +153,11 @@ def describe(exc: BaseException) -> str:
 
 def discover(paths: list[Path]) -> dict[str, Any]:
     """Import every module under the paths and list the decorated evals."""
+    import inspect
+    from pathlib import Path
+
+    from firewall import EVAL_ATTRIBUTE
+
     root = Path.cwd()
     found: list[dict[str, Any]] = []
     errors: list[str] = []

@@ -40,10 +40,16 @@ def _cpus() -> int:
 
 
 _BOOT_PERMITS = threading.BoundedSemaphore(_cpus())
+# The worker module is loaded by its path, not imported, so that booting a worker does not
+# import the `firewall` package (and its typing, dataclasses, inspect); `firewall` stays
+# importable by eval code, from where it was found before or from this checkout.
 _BOOT = (
     "import sys; sys.path.append({parent!r}); "
-    "from firewall._worker import main; main()"
+    "from importlib.util import spec_from_file_location as _s, module_from_spec as _m; "
+    "_w = _s('firewall._worker', {worker!r}); _x = _m(_w); sys.modules[_w.name] = _x; "
+    "_w.loader.exec_module(_x); _x.main()"
 )
+_WORKER = str(Path(__file__).resolve().parents[1] / "_worker.py")
 
 
 class PythonWorker:
@@ -162,10 +168,10 @@ class PythonWorker:
         else:
             self._log.truncate(0)
         self._permit = _BOOT_PERMITS.acquire(timeout=BOOT_HOLD_S)
-        parent = str(Path(__file__).resolve().parents[2])
+        parent = str(Path(_WORKER).parents[1])
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", _BOOT.format(parent=parent)],
+                [sys.executable, "-c", _BOOT.format(parent=parent, worker=_WORKER)],
                 cwd=self._cwd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
