@@ -9,6 +9,7 @@ import selectors
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -18,6 +19,18 @@ from firewall.runner.outcome import Outcome, signal_name, tail
 STDOUT_KEEP_BYTES = 16 * 1024 * 1024
 STDERR_KEEP_BYTES = 64 * 1024
 _PLACEHOLDER = re.compile(r"\{(seed|trial|eval_id|result)\}")
+
+
+_DEVNULL: list[int] = []
+_DEVNULL_LOCK = threading.Lock()
+
+
+def _devnull() -> int:
+    """The stdin of every command: /dev/null, as subprocess.DEVNULL opens it, but opened once."""
+    with _DEVNULL_LOCK:
+        if not _DEVNULL:
+            _DEVNULL.append(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
+        return _DEVNULL[0]
 
 
 def render(command: str, values: dict[str, str]) -> str:
@@ -58,7 +71,7 @@ def run_command(
         ["/bin/sh", "-c", render(command, values)],
         cwd=cwd,
         env=env,
-        stdin=subprocess.DEVNULL,
+        stdin=_devnull(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -83,9 +96,12 @@ def run_command(
 
 def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Outcome:
     try:
-        written = result_path.read_bytes()
+        fd = os.open(result_path, os.O_RDONLY | os.O_CLOEXEC)  # most commands write none
     except FileNotFoundError:
         written = b""
+    else:
+        with open(fd, "rb") as file:
+            written = file.read()
     if written.strip():
         try:
             return Outcome(payload=json.loads(written))
@@ -117,7 +133,9 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
     kept = {out_fd: bytearray(), err_fd: bytearray()}
     limits = {out_fd: STDOUT_KEEP_BYTES, err_fd: STDERR_KEEP_BYTES}
     timed_out = False
-    with selectors.DefaultSelector() as selector:
+    # poll(2) rather than the default epoll: no epoll descriptor to create, fill and close
+    # for each trial, for the two pipes of one short-lived process.
+    with selectors.PollSelector() as selector:
         for stream in (proc.stdout, proc.stderr):
             selector.register(stream, selectors.EVENT_READ)
         while selector.get_map():
