@@ -81,7 +81,7 @@ def shard(specs: Sequence[EvalSpec], spec_text: str | None) -> list[EvalSpec]:
 
 def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> list[Task]:
     """Every trial of every eval, with its derived seed."""
-    tasks = []
+    tasks: list[Task] = []
     for spec in specs:
         count = k if k is not None else spec.k
         if k is not None:
@@ -206,9 +206,10 @@ def collect(
     tasks = plan(probed, seed, options.k)
     grouped, complete = probe(tasks, concurrency=settings.concurrency, cwd=cwd, progress=progress)
     effective = {task.spec.id: task.spec for task in tasks}
+    git = git_info(cwd)
     return Probed(
         base_seed=seed, started_at=started, finished_at=now(), complete=complete,
-        shard=options.shard, **git_info(cwd),
+        shard=options.shard, git_sha=git["git_sha"], git_ref=git["git_ref"],
         specs=[effective.get(spec.id, spec) for spec in chosen],
         trials={spec.id: grouped.get(spec.id, []) for spec in probed},
         skipped=[spec.id for spec in chosen if spec.id not in effective],

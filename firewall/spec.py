@@ -47,20 +47,20 @@ class EvalSpec(BaseModel):
 
     @classmethod
     def resolve(cls, entry: EvalEntry, settings: Settings, source: Source) -> EvalSpec:
-        threshold = _pick(entry.threshold, settings.threshold)
+        threshold = settings.threshold if entry.threshold is None else entry.threshold
         return cls(
             id=entry.id,
             kind="command" if entry.command is not None else "python",
             target=entry.command if entry.command is not None else str(entry.python),
             result=entry.result,
-            k=_pick(entry.k, settings.k),
+            k=settings.k if entry.k is None else entry.k,
             threshold=threshold,
-            flakiness=_pick(entry.flakiness, settings.flakiness),
-            outlier_fence=_pick(entry.outlier_fence, settings.outlier_fence),
-            timeout=_pick(entry.timeout, settings.timeout),
-            max_errors=_pick(entry.max_errors, settings.max_errors),
+            flakiness=settings.flakiness if entry.flakiness is None else entry.flakiness,
+            outlier_fence=settings.outlier_fence if entry.outlier_fence is None else entry.outlier_fence,
+            timeout=settings.timeout if entry.timeout is None else entry.timeout,
+            max_errors=settings.max_errors if entry.max_errors is None else entry.max_errors,
             min_pass_rate=entry.min_pass_rate,
-            pass_score=_pick(entry.pass_score, threshold),
+            pass_score=threshold if entry.pass_score is None else entry.pass_score,
             confidence=entry.confidence,
             budgets=entry.budgets,
             blocking=entry.blocking,
@@ -69,6 +69,3 @@ class EvalSpec(BaseModel):
             source=source,
         )
 
-
-def _pick(own: float | int | None, default: float | int) -> float | int:
-    return default if own is None else own

@@ -42,7 +42,7 @@ def seed_type(value: str) -> int | str:
     return seed
 
 
-class SeedParam(click.ParamType):
+class SeedParam(click.ParamType):  # type: ignore[type-arg]  # generic only to type checkers
     name = "SEED|random"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 
 import click
+from pydantic import BaseModel
 
 from firewall import output
 from firewall.registry import RegistryFile
 from firewall.report.artefact import Artefact
 from firewall.trial import TrialPayload
 
-SCHEMAS = {"artefact": Artefact, "registry": RegistryFile, "trial-result": TrialPayload}
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "artefact": Artefact, "registry": RegistryFile, "trial-result": TrialPayload,
+}
 
 
 @click.command()
