@@ -12,15 +12,13 @@ import pytest
 from fakes import make_spec, trials
 from github_standin import GitHubStandIn
 
+from firewall.github.client import GitHubIssues, Transport, from_environment
 from firewall.github.issues import (
-    GitHubIssues,
     IssueContext,
     IssueError,
     RecordingIssues,
-    Transport,
     catch_up,
     fenced,
-    from_environment,
     inline_code,
     marked_eval,
 )

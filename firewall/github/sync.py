@@ -18,7 +18,6 @@ from firewall.github.issues import (
     IssueTracker,
     RecordingIssues,
     catch_up,
-    from_environment,
 )
 from firewall.lifecycle import Event
 from firewall.registry import Entry, Registry
@@ -40,6 +39,10 @@ def tracker_for(settings: Settings, env: Mapping[str, str], *, dry_run: bool, no
         return None
     if dry_run or no_issues:
         return RecordingIssues(settings.github.labels, echo=echo)
+    if not env.get("GITHUB_TOKEN") or not env.get("GITHUB_REPOSITORY"):
+        return None
+    from firewall.github.client import from_environment  # PyGithub loads only when needed
+
     return from_environment(settings.github.labels, env)
 
 
