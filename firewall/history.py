@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 from pathlib import Path
 
@@ -39,32 +39,83 @@ def append(path: Path, rows: Iterable[HistoryRow]) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path, "history"):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            view = memoryview(text.encode())
+            data = text.encode()
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a torn last line must not swallow our first row
+            view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
 
 
-def scan(path: Path) -> Iterator[dict[str, Any]]:
+def scan(path: Path, eval_ids: Collection[str] | None = None) -> Iterator[dict[str, Any]]:
     """Rows as plain dicts, fast: the triage view reads 100,000 of them in well under a second.
 
-    Lines that do not parse as JSON objects (a torn tail, a hand edit) are skipped.
+    With ``eval_ids``, rows of other evals are skipped before they are parsed
+    (rows written here start with their ``eval_id``). Lines that do not parse
+    as JSON objects (a torn tail, a hand edit) are skipped.
     """
     try:
         handle = path.open("rb")
     except FileNotFoundError:
         return
+    wanted = None if eval_ids is None else {i.encode() for i in eval_ids}
     with handle:
         for line in handle:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("eval_id"), str):
+            if wanted is not None:
+                prefix = next((p for p in _PREFIXES if line.startswith(p)), None)
+                if prefix is not None and line[len(prefix):line.find(b'"', len(prefix))] not in wanted:
+                    continue
+            row = _parse(line)
+            if row is not None and (wanted is None or row["eval_id"].encode() in wanted):
                 yield row
+
+
+def last_run(path: Path, chunk: int = 1 << 18) -> list[dict[str, Any]]:
+    """The rows of the most recent run, read from the end of the file.
+
+    A run's rows are appended in one write, so they are the last contiguous
+    lines sharing a ``run_id``.
+    """
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return []
+    with handle:
+        size = handle.seek(0, 2)
+        start = size
+        while True:
+            start = max(0, start - chunk)
+            handle.seek(start)
+            lines = handle.read(size - start).split(b"\n")
+            if start > 0:
+                lines = lines[1:]  # maybe cut in the middle
+            rows = [row for row in map(_parse, lines) if row is not None]
+            if not rows:
+                if start == 0:
+                    return []
+                continue
+            run_id = rows[-1].get("run_id")
+            first = next((i for i in range(len(rows) - 1, -1, -1)
+                          if rows[i].get("run_id") != run_id), None)
+            if first is not None or start == 0:
+                return rows[(first + 1) if first is not None else 0:]
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return row if isinstance(row, dict) and isinstance(row.get("eval_id"), str) else None
+
+
+# How rows begin: as written here (compact), and as json.dumps writes them by hand.
+_PREFIXES = (b'{"eval_id":"', b'{"eval_id": "')
 
 
 def compact(path: Path, *, keep_after: str) -> tuple[int, int]:

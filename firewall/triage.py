@@ -56,23 +56,30 @@ def build(
     entries: dict[str, Entry],
     rows: Iterable[dict[str, Any]],
     *,
+    last_rows: list[dict[str, Any]] | None = None,
     at: dt.datetime,
     registry: str,
     release_after: int,
     days: int,
     defined: set[str],
 ) -> StatusView:
-    """One pass over the history: the trend of every quarantined eval, and the last run."""
+    """One pass over the history: the trend of every quarantined eval, and the last run.
+
+    ``rows`` may be only the quarantined evals' rows when ``last_rows`` (the
+    latest run's) is given; otherwise the last run is found in ``rows``.
+    """
     window_start = to_text(at - dt.timedelta(days=days))
     trends: dict[str, list[float | None]] = {eval_id: [] for eval_id in entries}
     drifting: dict[str, dict[str, float]] = {}
+    find_last = last_rows is None
     last_id: str | None = None
-    last_rows: list[dict[str, Any]] = []
+    latest: list[dict[str, Any]] = [] if last_rows is None else last_rows
     for row in rows:
-        run_id = row.get("run_id")
-        if run_id != last_id:
-            last_id, last_rows = run_id, []
-        last_rows.append(row)
+        if find_last:
+            run_id = row.get("run_id")
+            if run_id != last_id:
+                last_id, latest = run_id, []
+            latest.append(row)
         trend = trends.get(row["eval_id"])
         if trend is None:
             continue
@@ -91,11 +98,11 @@ def build(
         for eval_id, entry in sorted(entries.items(), key=lambda item: (item[1].since, item[0]))
     ]
     last_run = None
-    if last_rows:
-        first = last_rows[0]
+    if latest:
+        first = latest[0]
         last_run = LastRun(run_id=str(first.get("run_id")), mode=str(first.get("mode")),
                            build_ts=str(first.get("build_ts")),
-                           counts=dict(Counter(str(row.get("status")) for row in last_rows)))
+                           counts=dict(Counter(str(row.get("status")) for row in latest)))
     return StatusView(generated_at=at, registry=registry, trend_days=days, quarantined=views,
                       overdue=[view.id for view in views if view.overdue], last_run=last_run)
 

@@ -136,3 +136,19 @@ def test_history_compaction_keeps_recent_rows(project: Path) -> None:
     assert result.exit_code == 0 and "kept 1 rows, dropped 2" in result.output
     kept = list(history.scan(project / ".firewall" / "history.jsonl"))
     assert [r["run_id"] for r in kept] == ["r2"]
+
+
+def test_scan_filters_by_eval_and_last_run_reads_from_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    rows = [history.HistoryRow(eval_id=f"e{n % 3}", run_id=f"r{n // 3}", mode="run",
+                               status="pass", k=7, build_ts=AT)
+            for n in range(3000)]
+    history.append(path, rows)
+    with path.open("a") as handle:
+        handle.write('{"eval_id": "e1", "run_id": "hand", "status": "fail"}\n{"torn": ')
+    picked = list(history.scan(path, {"e1"}))
+    assert len(picked) == 1001 and {r["eval_id"] for r in picked} == {"e1"}
+    assert [r["run_id"] for r in history.last_run(path, chunk=64)] == ["hand"]
+    history.append(path, rows[-3:])
+    assert [r["eval_id"] for r in history.last_run(path, chunk=64)] == ["e0", "e1", "e2"]
+    assert history.last_run(tmp_path / "missing.jsonl") == []

@@ -30,7 +30,9 @@ def status(config_path: Path | None, days: int, as_json: bool) -> None:
     settings = config.settings
     entries = Registry(cwd / settings.registry).read()
     defined = _defined_ids(config_path, set(entries))
-    view = triage.build(entries, history.scan(cwd / settings.history), at=now(),
+    path = cwd / settings.history
+    view = triage.build(entries, history.scan(path, entries), last_rows=history.last_run(path),
+                        at=now(),
                         registry=settings.registry, release_after=settings.nightly.release_after,
                         days=days, defined=defined)
     if as_json:
