@@ -52,17 +52,29 @@ def main(argv: list[str] | None = None) -> None:
 
         print(json.dumps(discover([Path(p) for p in argv[1:]])))
         return
-    serve()
+    serve(own_log=argv[:1] == ["--own-log"])
 
 
-def serve() -> None:
+def serve(*, own_log: bool = False) -> None:
+    """Answer requests until stdin closes.
+
+    With ``own_log`` (the runner's workers), stderr is a file the worker owns: it
+    is emptied as each request arrives, so that when a trial kills the worker
+    the log holds that trial's stderr only.
+    """
     replies = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    log = os.dup(2) if own_log else None  # private: an eval that moves fd 2 cannot redirect it
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     cache: dict[str, Eval] = {}
     loop: asyncio.AbstractEventLoop | None = None
     replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
     for line in sys.stdin:
+        if log is not None:
+            try:
+                os.ftruncate(log, 0)
+            except OSError:
+                pass
         request = json.loads(line)
         try:
             fn, takes_trial, is_async = cache.get(request["target"]) or _load(request["target"], cache)

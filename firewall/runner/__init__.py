@@ -118,11 +118,13 @@ class Runner:
                     self._in_flight += 1
                     in_flight = self._in_flight
                 position, task = item
+                # Only a command eval has a result file: no Path to build for a Python trial.
+                result_path = scratch if task.spec.kind == "python" else scratch / f"{position}.json"
                 started = time.perf_counter()
                 try:
                     outcome = execute(
                         task, cwd=self._cwd, worker=worker,
-                        result_path=scratch / f"{position}.json",
+                        result_path=result_path,
                         register=lambda pid, n=number: self._track(n, pid),
                         base_env=self._env,
                     )

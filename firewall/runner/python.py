@@ -11,6 +11,7 @@ that for one goes ahead without it.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import select
@@ -47,7 +48,7 @@ _BOOT = (
     "import sys; sys.path.append({parent!r}); "
     "from importlib.util import spec_from_file_location as _s, module_from_spec as _m; "
     "_w = _s('firewall._worker', {worker!r}); _x = _m(_w); sys.modules[_w.name] = _x; "
-    "_w.loader.exec_module(_x); _x.main()"
+    "_w.loader.exec_module(_x); _x.main(['--own-log'])"
 )
 _WORKER = str(Path(__file__).resolve().parents[1] / "_worker.py")
 
@@ -72,8 +73,7 @@ class PythonWorker:
     ) -> Outcome:
         """Run one trial; a hang or a crash costs this trial and this worker, nothing more."""
         if self._proc is not None and self._proc.poll() is None:
-            proc, booting = self._proc, False
-            self._log.truncate(0)
+            proc, booting = self._proc, False  # the worker empties its log per request
         else:
             proc, booting = self._start(), True
         deadline = time.monotonic() + timeout  # a worker's boot counts against its first trial
@@ -165,6 +165,10 @@ class PythonWorker:
         self.kill()
         if self._log is None:
             self._log = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115 - lives as long as the worker
+            # "a" on the descriptor tempfile opens does not set O_APPEND; without it the worker's
+            # writes after a truncation land at the old offset, behind a run of NUL bytes.
+            fd = self._log.fileno()
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
         else:
             self._log.truncate(0)
         self._permit = _BOOT_PERMITS.acquire(timeout=BOOT_HOLD_S)
