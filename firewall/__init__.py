@@ -49,14 +49,14 @@ class TrialResult:
 
 
 @overload
-def eval(fn: F, /) -> F: ...  # noqa: A001
+def eval(fn: F, /) -> F: ...
 
 
 @overload
-def eval(*, id: str | None = None, **options: Any) -> Callable[[F], F]: ...  # noqa: A001
+def eval(*, id: str | None = None, **options: Any) -> Callable[[F], F]: ...
 
 
-def eval(  # noqa: A001 - `firewall.eval` is the name users write
+def eval(  # shadows the builtin on purpose: `firewall.eval` is the name users write
     fn: F | None = None, /, *, id: str | None = None, **options: Any
 ) -> F | Callable[[F], F]:
     """Declare a Python eval, discovered under the configured ``paths``.

@@ -119,3 +119,10 @@ def sync_after_release(project: Project, eval_id: str, entry: Entry, reason: str
     tracker = issue_tracker(project, dry_run=False, no_issues=no_issues)
     if tracker is not None:
         finish_sync(project, sync.after_release(tracker, eval_id, entry, reason), dry_run=False)
+
+
+def after_decision(project: Project, outcome: Outcome, *, dry_run: bool, no_issues: bool) -> None:
+    """Everything `run` and `gate` do once the decision is printed."""
+    sync_after_gate(project, outcome, dry_run=dry_run, no_issues=no_issues)
+    warn_overdue(project)
+    publish_github(project, outcome.artefact, outcome.report_path)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Collection, Iterable, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 

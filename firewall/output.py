@@ -6,9 +6,10 @@ annotations cannot be forged by a stray print of eval output.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -20,7 +21,9 @@ from firewall.report.artefact import Artefact, EvalReport
 if TYPE_CHECKING:
     from firewall.calibrate import Calibration
     from firewall.pipeline import Outcome
+    from firewall.runner import Task
     from firewall.triage import StatusView
+    from firewall.trial import TrialRecord
 
 _COLOURS = {
     Status.PASS: "green",
@@ -87,6 +90,16 @@ class Progress:
     def close(self) -> None:
         if self.enabled and self.done:
             click.echo("\r" + " " * 100 + "\r", err=True, nl=False)
+
+
+@contextlib.contextmanager
+def progress(total: int) -> Iterator[Callable[[Task, TrialRecord], None]]:
+    """A callback for the runner that counts trials on stderr, cleared when the block ends."""
+    counter = Progress(total)
+    try:
+        yield lambda task, record: counter.step(task.spec.id, record.errored)
+    finally:
+        counter.close()
 
 
 def number(value: float | None) -> str:

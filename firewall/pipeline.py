@@ -7,23 +7,22 @@ files, and nothing here prints (progress goes through a callback).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from firewall import history
 from firewall.atomic import write_atomic
 from firewall.config import LoadedConfig
-from firewall.errors import ArtefactError, UsageError
 from firewall.diagnostics import diagnose
+from firewall.errors import ArtefactError, UsageError
 from firewall.history import HistoryRow
+from firewall.jsonfile import read_versioned
 from firewall.lifecycle import quarantine_entry
 from firewall.policy import Status, decide
 from firewall.registry import Entry, Registry
@@ -274,23 +273,9 @@ def gate(config: LoadedConfig, paths: Sequence[Path], options: RunOptions, *, cw
 
 
 def load_part(path: Path) -> Probed:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ArtefactError(f"{path}: no such probe part") from None
-    except ValueError as exc:
-        raise ArtefactError(f"{path}: not a probe part: invalid JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != "firewall-probe-part":
-        raise ArtefactError(f"{path}: not a probe part (write one with `firewall probe --out`)")
-    if data.get("schema_version") != PART_SCHEMA_VERSION:
-        raise ArtefactError(f"{path}: unknown probe part schema_version "
-                            f"{data.get('schema_version')!r}; expected {PART_SCHEMA_VERSION}")
-    try:
-        return Probed.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ArtefactError(f"{path}: malformed probe part at {where}: {first['msg']}") from None
+    return read_versioned(path, Probed, what="probe part", version=PART_SCHEMA_VERSION,
+                          kind="firewall-probe-part",
+                          hint=" (write one with `firewall probe --out`)")
 
 
 def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd: Path) -> Outcome:

@@ -9,7 +9,7 @@ import click
 from firewall import output, pipeline
 from firewall.cli.common import Project, config_option
 from firewall.config import load_config
-from firewall.effects import publish_github, sync_after_gate, warn_overdue
+from firewall.effects import after_decision
 
 
 @click.command()
@@ -34,7 +34,5 @@ def gate(parts: tuple[Path, ...], config_path: Path | None, report: Path | None,
     outcome = pipeline.gate(project.config, parts, options, cwd=project.cwd)
     output.show_outcome(outcome, fmt=fmt, verbose=verbose,
                         registry=project.config.settings.registry)
-    sync_after_gate(project, outcome, dry_run=dry_run, no_issues=no_issues)
-    warn_overdue(project)
-    publish_github(project, outcome.artefact, outcome.report_path)
+    after_decision(project, outcome, dry_run=dry_run, no_issues=no_issues)
     raise SystemExit(outcome.exit_code)

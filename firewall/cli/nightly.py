@@ -40,12 +40,8 @@ def nightly_command(config_path: Path | None, probe_all: bool, k: int | None, se
     options = NightlyOptions(k=k, seed=seed, probe_all=probe_all, dry_run=dry_run, report=report)
     entries = Registry(project.cwd / settings.registry).read()
     count = len(project.specs) if probe_all else sum(s.id in entries for s in project.specs)
-    progress = output.Progress(count * (k or settings.nightly.k))
-    try:
-        outcome = nightly(project.config, project.specs, options, cwd=project.cwd,
-                          progress=lambda task, rec: progress.step(task.spec.id, rec.errored))
-    finally:
-        progress.close()
+    with output.progress(count * (k or settings.nightly.k)) as step:
+        outcome = nightly(project.config, project.specs, options, cwd=project.cwd, progress=step)
     artefact = outcome.artefact
     if fmt == "json":
         output.echo_untrusted(artefact.to_json().rstrip("\n"))

@@ -33,12 +33,9 @@ def probe(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None,
     options = pipeline.RunOptions(k=k, seed=seed, shard=shard,
                                   include_quarantined=include_quarantined)
     total = sum((k or spec.k) for spec in pipeline.shard(project.specs, shard))
-    progress = output.Progress(total)
-    try:
+    with output.progress(total) as step:
         part = pipeline.collect(project.config, project.specs, options, cwd=project.cwd,
-                                progress=lambda task, rec: progress.step(task.spec.id, rec.errored))
-    finally:
-        progress.close()
+                                progress=step)
     part.write(out)
     trials = sum(len(trials) for trials in part.trials.values())
     output.echo(f"probed {len(part.trials)} evals ({trials} trials, base seed {part.base_seed}) "

@@ -13,7 +13,7 @@ from firewall.cli.common import (
     load_project,
     selection_options,
 )
-from firewall.effects import publish_github, sync_after_gate, warn_overdue
+from firewall.effects import after_decision
 
 
 @click.command()
@@ -45,15 +45,10 @@ def run(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, k
     options = pipeline.RunOptions(k=k, seed=seed, include_quarantined=include_quarantined,
                                   shard=shard, dry_run=dry_run, report=report)
     total = sum((k or spec.k) for spec in project.specs)
-    progress = output.Progress(total)
-    try:
+    with output.progress(total) as step:
         outcome = pipeline.run(project.config, project.specs, options, cwd=project.cwd,
-                               progress=lambda task, rec: progress.step(task.spec.id, rec.errored))
-    finally:
-        progress.close()
+                               progress=step)
     output.show_outcome(outcome, fmt=fmt, verbose=verbose,
                         registry=project.config.settings.registry)
-    sync_after_gate(project, outcome, dry_run=dry_run, no_issues=no_issues)
-    warn_overdue(project)
-    publish_github(project, outcome.artefact, outcome.report_path)
+    after_decision(project, outcome, dry_run=dry_run, no_issues=no_issues)
     raise SystemExit(outcome.exit_code)

@@ -62,16 +62,23 @@ def replay_command(eval_id: str, report: EvalReport | None) -> str:
     return f"firewall replay {eval_id} --seed {worst.seed} --trial {worst.index}"
 
 
-def after_gate(tracker: IssueTracker, *, reports: Sequence[EvalReport], new: Sequence[str],
-               entries: Mapping[str, Entry], settings: Settings,
-               trends: Mapping[str, str]) -> Sync:
-    """A new quarantine opens (or comments on) its issue; older entries catch up."""
-    sync = Sync()
+def _contexts(reports: Sequence[EvalReport], settings: Settings,
+              trends: Mapping[str, str]) -> Callable[[str, Entry], IssueContext]:
+    """Issue contexts that pair each registry entry with this run's probe of it."""
     by_id = {report.id: report for report in reports}
 
     def make(eval_id: str, entry: Entry) -> IssueContext:
         return context(eval_id, entry, by_id.get(eval_id), settings=settings, trends=trends)
 
+    return make
+
+
+def after_gate(tracker: IssueTracker, *, reports: Sequence[EvalReport], new: Sequence[str],
+               entries: Mapping[str, Entry], settings: Settings,
+               trends: Mapping[str, str]) -> Sync:
+    """A new quarantine opens (or comments on) its issue; older entries catch up."""
+    sync = Sync()
+    make = _contexts(reports, settings, trends)
     with _guard(sync, tracker):
         for eval_id in new:
             number = tracker.open_or_comment(eval_id, make(eval_id, entries[eval_id]))
@@ -88,11 +95,7 @@ def after_nightly(tracker: IssueTracker, *, reports: Sequence[EvalReport], event
                   trends: Mapping[str, str]) -> Sync:
     """Status blocks follow the streaks, releases close issues, then everything catches up."""
     sync = Sync()
-    by_id = {report.id: report for report in reports}
-
-    def make(eval_id: str, entry: Entry) -> IssueContext:
-        return context(eval_id, entry, by_id.get(eval_id), settings=settings, trends=trends)
-
+    make = _contexts(reports, settings, trends)
     with _guard(sync, tracker):
         for event in events:
             entry = after.get(event.eval_id) or before.get(event.eval_id)

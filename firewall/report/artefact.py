@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from firewall._version import __version__
 from firewall.atomic import write_atomic
-from firewall.errors import ArtefactError
 from firewall.diagnostics import CaseFlip, Hint, ValueCount
+from firewall.jsonfile import read_versioned
 from firewall.policy import Check, Status
 from firewall.spec import Source
 from firewall.stats import Stats
@@ -91,19 +90,4 @@ class Artefact(BaseModel):
 
 
 def load(path: Path) -> Artefact:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ArtefactError(f"{path}: no such report") from None
-    except ValueError as exc:
-        raise ArtefactError(f"{path}: not a JSON report ({exc})") from None
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
-        raise ArtefactError(f"{path}: unknown schema_version {version!r}; this firewall reads "
-                            f"version {SCHEMA_VERSION}")
-    try:
-        return Artefact.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ArtefactError(f"{path}: malformed report at {where}: {first['msg']}") from None
+    return read_versioned(path, Artefact, what="report", version=SCHEMA_VERSION)
