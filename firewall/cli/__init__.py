@@ -19,6 +19,7 @@ from firewall.cli import (
     probe,
     quarantine,
     replay,
+    report,
     run,
     schema,
     status,
@@ -73,7 +74,7 @@ def main() -> None:
 
 for command in (run.run, probe.probe, gate.gate, nightly.nightly_command, status.status,
                 quarantine.quarantine, calibrate.calibrate_command, listing.list_evals,
-                replay.replay, schema.schema, history_cmd.history_group, init.init):
+                replay.replay, report.report, schema.schema, history_cmd.history_group, init.init):
     main.add_command(command)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,205 @@
+"""The artefact as JUnit XML, for the test reporters of GitHub, Jenkins and GitLab.
+
+One ``<testsuite name="flakiness-firewall">`` holds one ``<testcase>`` per
+eval. The mapping keeps the reporter's verdict equal to the firewall's exit
+code: only what blocks is a failure or an error.
+
+=====================================  ============================================
+eval                                   testcase
+=====================================  ============================================
+``pass``                               passes
+``fail``, blocking                     ``<failure message=reason>``, checklist in body
+``error``, blocking                    ``<error message=reason>``, checklist in body
+``fail`` or ``error``, non-blocking    ``<skipped message="non-blocking FAIL: ...">``
+``quarantine``, ``quarantined``        ``<skipped message="QUARANTINE: ...">``
+=====================================  ============================================
+
+A non-blocking failure is ``<skipped>`` rather than a pass because reporters
+count and list skipped tests, and a pass would hide it. Every testcase also
+carries a ``<system-out>`` with its numbers, and ``file``/``line`` attributes
+where the eval is defined (reporters that annotate source use them). A
+testcase's ``time`` is its trials' summed duration (what the eval costs; trials
+overlap), the suite's is the run's wall time to the second, and ``<properties>``
+record the base seed, commit and exit code.
+
+Eval text (ids, reasons, trial errors) is data: ElementTree escapes it,
+characters XML 1.0 forbids (NUL, ESC and the other control characters) are
+removed, and no line of the document starts with it. The last matters in a
+GitHub job, where the runner reads every line of the log that starts with
+``::`` as a workflow command: eval text only ever follows a prefix of ours.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+
+from firewall.diagnostics import describe_flip, describe_hint, format_check
+from firewall.policy import Status, fmt
+from firewall.report.artefact import Artefact, EvalReport
+from firewall.timeutil import to_text
+
+SUITE_NAME = "flakiness-firewall"
+CLASSNAME = "firewall"
+
+# ANSI colour and cursor sequences first, so that a coloured stderr tail loses
+# the whole "\x1b[31m" and not only the ESC.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# Outside XML 1.0's Char production: a parser refuses the document over any of these.
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def legal(text: str) -> str:
+    """``text`` with what XML 1.0 cannot carry removed; tabs and line breaks stay."""
+    return _ILLEGAL.sub("", _ANSI.sub("", text))
+
+
+def one_line(text: str) -> str:
+    """Eval text for a line of a body: legal, its own line breaks turned into ' | '."""
+    return " | ".join(part.strip() for part in legal(text).splitlines() if part.strip())
+
+
+def render_junit(artefact: Artefact) -> str:
+    """The whole document, with its XML declaration and a final newline."""
+    suite = _suite(artefact)
+    root = ET.Element("testsuites", _totals(suite))
+    root.set("name", SUITE_NAME)
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _suite(artefact: Artefact) -> ET.Element:
+    cases = [_testcase(report) for report in artefact.evals]
+    run = artefact.run
+    suite = ET.Element("testsuite", name=SUITE_NAME, timestamp=to_text(run.started_at))
+    suite.attrib.update(_counts_of(cases))
+    if run.finished_at is not None:
+        wall = (run.finished_at - run.started_at).total_seconds()
+    else:  # a run that never finished has no end time; the trials' summed time stands in
+        wall = sum(float(case.get("time", "0")) for case in cases)
+    suite.set("time", _seconds(wall))
+    suite.append(_properties(artefact))
+    suite.extend(cases)
+    return suite
+
+
+def _properties(artefact: Artefact) -> ET.Element:
+    """The run as ``<property>`` entries: what it takes to reproduce or trace it."""
+    run = artefact.run
+    values = {
+        "mode": run.mode,
+        "base_seed": str(run.base_seed),
+        "complete": str(run.complete).lower(),
+        "exit_code": str(artefact.summary.exit_code),
+        "git_sha": run.git_sha,
+        "git_ref": run.git_ref,
+        "shard": run.shard,
+        "tool_version": artefact.tool.version,
+    }
+    properties = ET.Element("properties")
+    for name, value in values.items():
+        if value is not None:
+            ET.SubElement(properties, "property", name=name, value=legal(value))
+    return properties
+
+
+def _testcase(report: EvalReport) -> ET.Element:
+    # Trials may overlap, so this is compute time, not wall time: what the eval costs.
+    duration = sum(trial.duration_s for trial in report.trials)
+    case = ET.Element("testcase", classname=CLASSNAME, name=legal(report.id),
+                      time=_seconds(duration), file=legal(report.source.file))
+    if report.source.line is not None:
+        case.set("line", str(report.source.line))
+    outcome = _outcome(report)
+    if outcome is not None:
+        case.append(outcome)
+    ET.SubElement(case, "system-out").text = _numbers(report)
+    return case
+
+
+def _outcome(report: EvalReport) -> ET.Element | None:
+    """The ``<failure>``, ``<error>`` or ``<skipped>`` element, or None for a pass."""
+    status = report.status
+    if status is Status.PASS:
+        return None
+    if status in (Status.QUARANTINE, Status.QUARANTINED):
+        return _element("skipped", f"{status.label}: {report.reason}", _details(report))
+    if not report.blocking:
+        return _element("skipped", f"non-blocking {status.label}: {report.reason}",
+                        _details(report))
+    tag = "failure" if status is Status.FAIL else "error"
+    element = _element(tag, report.reason, _details(report))
+    element.set("type", status.value)
+    return element
+
+
+def _element(tag: str, message: str, body: str) -> ET.Element:
+    element = ET.Element(tag, message=legal(message))
+    if body:
+        element.text = body
+    return element
+
+
+def _details(report: EvalReport) -> str:
+    """The checklist, likely causes, flipping cases and how to replay the trial that failed."""
+    lines = [one_line(format_check(check)) for check in report.checks]
+    lines += [f"likely: {one_line(describe_hint(hint))}" for hint in report.hints[:3]]
+    if report.flips:
+        flips = ", ".join(describe_flip(flip) for flip in report.flips[:5])
+        lines.append(f"flipping cases: {one_line(flips)}")
+    lines += _errors(report)
+    replay = _replay(report)
+    if replay:
+        lines.append(f"reproduce: {replay}")
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _errors(report: EvalReport) -> Iterable[str]:
+    for trial in report.trials:
+        if trial.error is not None:
+            yield f"trial {trial.index} (seed {trial.seed}) errored: {one_line(trial.error)}"
+
+
+def _replay(report: EvalReport) -> str | None:
+    """The command that reruns the first trial that errored or did not pass."""
+    culprit = next((t for t in report.trials if t.error is not None or t.passed is False
+                    or t.violations), None)
+    if culprit is None:
+        return None
+    return (f"firewall replay {shlex.quote(one_line(report.id))} --seed {culprit.seed} "
+            f"--trial {culprit.index}")
+
+
+def _numbers(report: EvalReport) -> str:
+    stats = report.stats
+    parts = [f"{report.status.label}{'' if report.blocking else ' (non-blocking)'}",
+             f"k={len(report.trials) or report.k}"]
+    for name, value in (("median", stats.median), ("iqr", stats.iqr)):
+        if value is not None:
+            parts.append(f"{name} {fmt(value)}")
+    if stats.pass_rate is not None:
+        parts.append(f"pass rate {stats.pass_rate * 100:.0f}%")
+    parts += [f"threshold {fmt(report.threshold)}", f"flakiness {fmt(report.flakiness)}"]
+    return ", ".join(parts) + f"\nreason: {one_line(report.reason)}\n"
+
+
+def _counts_of(cases: Iterable[ET.Element]) -> dict[str, str]:
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for case in cases:
+        counts["tests"] += 1
+        for tag, key in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+            if case.find(tag) is not None:
+                counts[key] += 1
+    return {key: str(value) for key, value in counts.items()}
+
+
+def _totals(suite: ET.Element) -> dict[str, str]:
+    keys = ("tests", "failures", "errors", "skipped", "time")
+    return {key: suite.get(key, "0") for key in keys}
+
+
+def _seconds(value: float) -> str:
+    return f"{max(value, 0.0):.3f}"

@@ -1,0 +1,331 @@
+"""`firewall report`: the artefact as JUnit XML, HTML and Markdown, hostile eval text included."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from click.testing import CliRunner, Result
+
+from firewall.cli import main
+from firewall.github.summary import render_summary
+from firewall.pipeline import judge, skipped, summarise
+from firewall.registry import Entry
+from firewall.report.artefact import Artefact, EvalReport, RunInfo, load
+from firewall.report.html import render_html
+from firewall.report.junit import render_junit
+from tests.fakes import error_trial, make_spec, trial, trials
+
+STARTED = dt.datetime(2026, 11, 29, 21, 0, tzinfo=dt.timezone.utc)
+HOSTILE = 'judge said ]]> <b>&amp; "quoted" \x00nul \x1b[31mred\x1b[0m\n::error::forged'
+SCRIPT = "<script>alert(1)</script>"
+IMG = '"><img src=x onerror=alert(1)>'
+
+
+def make_artefact(*reports: EvalReport, complete: bool = True) -> Artefact:
+    return Artefact(
+        run=RunInfo(mode="run", base_seed=20261129, started_at=STARTED,
+                    finished_at=STARTED + dt.timedelta(seconds=42), complete=complete,
+                    git_sha="0123456789abcdef", git_ref="refs/heads/main"),
+        summary=summarise(reports, complete),
+        evals=list(reports),
+    )
+
+
+def every_kind() -> Artefact:
+    """One eval of each outcome the JUnit mapping distinguishes."""
+    entry = Entry(since=STARTED, source="manual", reason="flaky judge")
+    return make_artefact(
+        judge(make_spec(id="steady"), trials([0.9] * 7)),
+        judge(make_spec(id="regressed"), trials([0.61, 0.6, 0.62, 0.61, 0.6, 0.61, 0.62])),
+        judge(make_spec(id="outage"), [error_trial("judge returned 503", index=i)
+                                       for i in range(7)]),
+        judge(make_spec(id="wobbly"), [
+            trial(score, index=i, fields={"category": "billing" if i % 2 else "refund"},
+                  items={"case-7": float(i % 2), "case-8": 1.0})
+            for i, score in enumerate([0.1, 0.9, 0.3, 0.8, 0.2, 0.95, 0.5])
+        ]),
+        skipped(make_spec(id="held"), entry),
+        judge(make_spec(id="advisory", blocking=False), trials([0.5] * 7)),
+    )
+
+
+def hostile_artefact() -> Artefact:
+    """Eval text that tries to break out of XML, HTML, Markdown and the GitHub log."""
+    violated = [trial(0.9, index=i, violations=[IMG]) if i == 2 else trial(0.9, index=i)
+                for i in range(7)]
+    return make_artefact(
+        judge(make_spec(id="errors"), [error_trial(HOSTILE + SCRIPT, index=i) for i in range(7)]),
+        judge(make_spec(id=SCRIPT), violated),
+    )
+
+
+def parse_junit(text: str) -> ET.Element:
+    suites = ET.fromstring(text.encode("utf-8"))
+    assert suites.tag == "testsuites"
+    (suite,) = suites.findall("testsuite")
+    return suite
+
+
+def cases(suite: ET.Element) -> dict[str, ET.Element]:
+    return {case.get("name", ""): case for case in suite.iter("testcase")}
+
+
+# --- JUnit -------------------------------------------------------------------------------
+
+
+def test_junit_failures_and_errors_are_what_blocks_and_the_rest_is_skipped() -> None:
+    artefact = every_kind()
+    suite = parse_junit(render_junit(artefact))
+    assert suite.get("name") == "flakiness-firewall"
+    counts = {key: suite.get(key) for key in ("tests", "failures", "errors", "skipped")}
+    assert counts == {"tests": "6", "failures": "1", "errors": "1", "skipped": "3"}
+    outcome = {name: [child.tag for child in case if child.tag != "system-out"]
+               for name, case in cases(suite).items()}
+    assert outcome == {"steady": [], "regressed": ["failure"], "outage": ["error"],
+                       "wobbly": ["skipped"], "held": ["skipped"], "advisory": ["skipped"]}
+    assert all(case.get("classname") == "firewall" for case in cases(suite).values())
+    # The reporter's verdict agrees with the exit code: one failure, and the run exits 1.
+    assert artefact.summary.exit_code == 1
+
+
+def test_junit_failure_carries_the_reason_checklist_and_replay_command() -> None:
+    artefact = every_kind()
+    regressed = next(r for r in artefact.evals if r.id == "regressed")
+    failure = cases(parse_junit(render_junit(artefact)))["regressed"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == regressed.reason
+    body = (failure.text or "").splitlines()
+    assert "FAIL median 0.61 < 0.8" in body
+    assert "ok   iqr 0.01 <= 0.03" in body
+    first = regressed.trials[0]
+    assert f"reproduce: firewall replay regressed --seed {first.seed} --trial 0" in body
+
+
+def test_junit_skipped_messages_say_why_it_did_not_block() -> None:
+    by_name = cases(parse_junit(render_junit(every_kind())))
+    messages = {name: by_name[name].find("skipped").get("message")  # type: ignore[union-attr]
+                for name in ("wobbly", "held", "advisory")}
+    assert messages["wobbly"].startswith("QUARANTINE: iqr ")  # type: ignore[union-attr]
+    assert messages["held"] == "QUARANTINED: in quarantine since 2026-11-29: flaky judge"
+    assert messages["advisory"].startswith("non-blocking FAIL: median 0.5 < ")  # type: ignore[union-attr]
+    out = by_name["advisory"].find("system-out")
+    assert out is not None and (out.text or "").startswith("FAIL (non-blocking), k=7, median 0.5")
+
+
+def test_junit_times_and_run_properties() -> None:
+    suite = parse_junit(render_junit(every_kind()))
+    assert suite.get("time") == "42.000" and suite.get("timestamp") == "2026-11-29T21:00:00Z"
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["base_seed"] == "20261129" and properties["exit_code"] == "1"
+    assert properties["git_sha"] == "0123456789abcdef" and properties["complete"] == "true"
+    assert "shard" not in properties  # unknown values are left out, not written as "None"
+    timed = judge(make_spec(id="slow", k=3), trials([0.9] * 3, duration_s=1.25))
+    case = cases(parse_junit(render_junit(make_artefact(timed))))["slow"]
+    assert case.get("time") == "3.750"  # the trials' own time, summed
+
+
+def test_junit_survives_hostile_eval_text() -> None:
+    text = render_junit(hostile_artefact())
+    suite = parse_junit(text)  # a parser error here is the bug
+    by_name = cases(suite)
+    assert set(by_name) == {"errors", SCRIPT}
+    error = by_name["errors"].find("error")
+    assert error is not None
+    message = error.get("message") or ""
+    # Markup characters come back as the eval wrote them; what XML cannot carry is gone.
+    assert 'judge said ]]> <b>&amp; "quoted" nul red' in message
+    assert SCRIPT in message
+    assert "\x00" not in text and "\x1b" not in text and "[31m" not in text
+    violation = by_name[SCRIPT].find("failure")
+    assert violation is not None and IMG in (violation.get("message") or "")
+
+
+def test_junit_of_an_interrupted_run() -> None:
+    cut_short = judge(make_spec(id="cut", k=7), trials([0.9] * 3))
+    suite = parse_junit(render_junit(make_artefact(cut_short, complete=False)))
+    error = cases(suite)["cut"].find("error")
+    assert error is not None and error.get("message") == "interrupted after 3 of 7 trials"
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["complete"] == "false" and properties["exit_code"] == "130"
+
+
+def test_junit_of_no_evals_is_an_empty_suite() -> None:
+    suite = parse_junit(render_junit(make_artefact()))
+    assert suite.get("tests") == "0" and not list(suite.iter("testcase"))
+
+
+# --- HTML --------------------------------------------------------------------------------
+
+
+class StrictPage(HTMLParser):
+    """Collects tags, attributes and text, and insists that every element is closed in order."""
+
+    VOID: ClassVar[set[str]] = {"meta", "br", "hr", "img", "input", "link"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.problems: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open[-1] != tag:
+            self.problems.append(f"</{tag}> closes {self.open[-1:] or 'nothing'}")
+        else:
+            self.open.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse_page(page: str) -> StrictPage:
+    parser = StrictPage()
+    parser.feed(page)
+    parser.close()
+    assert parser.problems == [] and parser.open == []
+    return parser
+
+
+def test_html_escapes_hostile_eval_text() -> None:
+    page = render_html(hostile_artefact())
+    parsed = parse_page(page)
+    names = {tag for tag, _ in parsed.tags}
+    assert "script" not in names and "img" not in names and "b" not in names
+    assert not any(name.startswith("on") for _, attrs in parsed.tags for name in attrs)
+    text = "".join(parsed.text)
+    # Shown to the reader exactly as the eval wrote it, minus the control characters.
+    assert SCRIPT in text and IMG in text and 'judge said ]]> <b>&amp; "quoted" nul red' in text
+    assert "\x00" not in page and "\x1b" not in page
+
+
+def test_html_is_self_contained() -> None:
+    page = render_html(every_kind())
+    parsed = parse_page(page)
+    assert {"script", "link", "img", "iframe"}.isdisjoint(tag for tag, _ in parsed.tags)
+    links = [attrs.get("href") or "" for tag, attrs in parsed.tags if tag == "a"]
+    assert links and all(link.startswith("#eval-") for link in links)
+    assert not any("src" in attrs for _, attrs in parsed.tags)
+    csp = [attrs["content"] for tag, attrs in parsed.tags
+           if tag == "meta" and attrs.get("http-equiv") == "Content-Security-Policy"]
+    assert csp and "default-src 'none'" in (csp[0] or "")
+
+
+def test_html_shows_table_details_and_trials() -> None:
+    artefact = every_kind()
+    parsed = parse_page(render_html(artefact))
+    text = "".join(parsed.text)
+    rows = [attrs for tag, attrs in parsed.tags if tag == "details"]
+    assert len(rows) == len(artefact.evals)
+    # Blocking failures and errors open unfolded, worst first; nothing else does.
+    assert ["open" in attrs for attrs in rows] == [True, True, False, False, False, False]
+    assert "FAIL median 0.61 < 0.8" in text  # a check
+    assert "FAIL (non-blocking)" in text
+    wobbly = next(r for r in artefact.evals if r.id == "wobbly")
+    assert wobbly.hints and all(hint.cause in text for hint in wobbly.hints)  # likely causes
+    assert "case-7 passed 3/7" in text  # a flipping case
+    assert "category 0.429" in text and '"refund" x4' in text  # drift with its values
+    assert str(wobbly.trials[3].seed) in text  # a trial's seed
+    assert "judge returned 503" in text  # a trial's error
+    assert "mode" in text and "20261129" in text and "0123456789abcdef" in text
+
+
+def test_html_marks_an_interrupted_run() -> None:
+    cut_short = judge(make_spec(id="cut", k=7), trials([0.9] * 3))
+    text = "".join(parse_page(render_html(make_artefact(cut_short, complete=False))).text)
+    assert "interrupted" in text and "incomplete" in text
+
+
+# --- the command -------------------------------------------------------------------------
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def saved(project: Path) -> Path:
+    path = project / "firewall-report.json"
+    every_kind().write(path)
+    return path
+
+
+def test_report_defaults_to_the_markdown_summary(saved: Path) -> None:
+    result = invoke("report", str(saved))
+    assert result.exit_code == 0  # whatever the run decided: rendering it succeeded
+    expected = render_summary(load(saved), report=str(saved))
+    assert result.stdout == expected.rstrip("\n") + "\n"
+    assert invoke("report", str(saved), "--markdown").stdout == result.stdout
+
+
+@pytest.mark.parametrize(("flag", "check"), [
+    ("--junit", lambda text: parse_junit(text).get("tests") == "6"),
+    ("--html", lambda text: parse_page(text).tags[0][0] == "html"),
+])
+def test_report_prints_and_writes_each_format(saved: Path, flag: str, check: object) -> None:
+    printed = invoke("report", str(saved), flag)
+    assert printed.exit_code == 0 and check(printed.stdout)  # type: ignore[operator]
+    out = saved.parent / "out" / "rendered"
+    written = invoke("report", str(saved), flag, "--out", str(out))
+    assert written.exit_code == 0 and written.stdout == ""
+    assert out.read_text(encoding="utf-8") == printed.stdout
+    assert [p.name for p in out.parent.iterdir()] == ["rendered"]  # no temp file left behind
+
+
+@pytest.mark.parametrize("flag", ["--markdown", "--junit", "--html"])
+def test_no_line_starts_with_eval_text_that_github_would_run(project: Path, flag: str) -> None:
+    path = project / "hostile.json"
+    hostile_artefact().write(path)
+    result = invoke("report", str(path), flag)
+    assert result.exit_code == 0
+    assert "::error::forged" in result.stdout  # shown, but never at the start of a line
+    assert [line for line in result.stdout.splitlines() if line.lstrip().startswith("::")] == []
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "no such report"),
+    ("{not json", "JSON"),
+    ('{"schema_version": 99}', "schema_version 99"),
+    ('{"schema_version": 1, "run": {}}', "malformed report"),
+])
+def test_unreadable_artefact_exits_two(project: Path, content: str | None, message: str) -> None:
+    path = project / "report.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    result = invoke("report", str(path), "--junit")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"firewall: error: {path}") and message in result.stderr
+
+
+def test_one_format_at_a_time(saved: Path) -> None:
+    result = invoke("report", str(saved), "--junit", "--html")
+    assert result.exit_code == 2 and "choose one of" in result.stderr
+
+
+def test_report_of_a_real_run(project: Path) -> None:
+    config = (
+        'k = 5\nseed = 7\n'
+        '[[evals]]\nid = "good"\ncommand = "echo \'{\\"score\\": 0.9}\'"\n'
+        '[[evals]]\nid = "low"\ncommand = "echo \'{\\"score\\": 0.5}\'"\n'
+    )
+    (project / "firewall.toml").write_text(config, encoding="utf-8")
+    assert invoke("run").exit_code == 1
+    result = invoke("report", "firewall-report.json", "--junit")
+    suite = parse_junit(result.stdout)
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    low = cases(suite)["low"]
+    assert low.get("file") == "firewall.toml" and low.find("failure") is not None
+    data = json.loads((project / "firewall-report.json").read_text(encoding="utf-8"))
+    seed = data["evals"][1]["trials"][0]["seed"]
+    assert f"--seed {seed}" in (low.find("failure").text or "")  # type: ignore[union-attr]
