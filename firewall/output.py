@@ -161,7 +161,7 @@ def show_outcome(outcome: Outcome, *, fmt: str, verbose: bool, registry: str) ->
     """A decided run as the terminal shows it, or as the artefact JSON."""
     artefact = outcome.artefact
     if fmt == "json":
-        echo_untrusted(artefact.to_json().rstrip("\n"))
+        echo(artefact.to_json().rstrip("\n"))  # JSON escapes line breaks: no line can be a command
         return
     echo_untrusted(table(artefact.evals, verbose=verbose) if artefact.evals else "no evals selected")
     echo()

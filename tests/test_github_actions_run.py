@@ -107,3 +107,14 @@ def test_outside_actions_no_workflow_commands(project: Path) -> None:
     write(project, {"low": "echo '{\"score\": 0.2}'"})
     result = CliRunner().invoke(main, ["run"])
     assert workflow_commands(result.output) == []
+
+
+def test_json_output_stays_valid_json_inside_a_job(project: Path, actions_env: dict[str, Path]) -> None:
+    write(project, {"forger": FORGER})
+    result = CliRunner().invoke(main, ["run", "--format", "json"])
+    document, end = json.JSONDecoder().raw_decode(result.output)
+    assert document["evals"][0]["id"] == "forger"
+    assert workflow_commands(result.output[:end]) == [], "no line of the JSON is a command"
+    annotations = result.output[end:].split()
+    assert annotations and all(line.startswith("::") or not line.strip()
+                               for line in result.output[end:].splitlines())

@@ -253,3 +253,10 @@ def test_usage_is_shown_without_budgets_and_failures_list_their_checks() -> None
     details = markdown.split("### Details", 1)[1]
     assert "<details><summary>slowpoke" in details
     assert "FAIL median 0.5 &lt; 0.8" in details and "ok   iqr 0 &lt;= 0.03" in details
+
+
+def test_control_characters_never_reach_the_summary() -> None:
+    run = artefact(report("esc", Status.FAIL, reason="a\x00b\x1b[31mred\x7f"), exit_code=1)
+    markdown = render_summary(run)
+    assert "\x00" not in markdown and "\x1b" not in markdown and "\x7f" not in markdown
+    assert "ab\\[31mred" in markdown

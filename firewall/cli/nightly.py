@@ -44,7 +44,7 @@ def nightly_command(config_path: Path | None, probe_all: bool, k: int | None, se
         outcome = nightly(project.config, project.specs, options, cwd=project.cwd, progress=step)
     artefact = outcome.artefact
     if fmt == "json":
-        output.echo_untrusted(artefact.to_json().rstrip("\n"))
+        output.echo(artefact.to_json().rstrip("\n"))
     else:
         if artefact.evals:
             output.echo_untrusted(output.table(artefact.evals))

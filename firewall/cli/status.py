@@ -36,7 +36,7 @@ def status(config_path: Path | None, days: int, as_json: bool) -> None:
                         registry=settings.registry, release_after=settings.nightly.release_after,
                         days=days, defined=defined)
     if as_json:
-        output.echo_untrusted(view.model_dump_json(indent=2))
+        output.echo(view.model_dump_json(indent=2))
         return
     output.echo_untrusted(output.status_text(view))
 
