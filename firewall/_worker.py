@@ -63,13 +63,20 @@ def serve(*, own_log: bool = False) -> None:
     the log holds that trial's stderr only.
     """
     replies = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     log = os.dup(2) if own_log else None  # private: an eval that moves fd 2 cannot redirect it
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # Eval code sees an empty stdin, as a command eval does: it can neither hang on the
+    # protocol stream nor eat a request from it.
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - lives with the worker
     cache: dict[str, Eval] = {}
     loop: asyncio.AbstractEventLoop | None = None
     replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
-    for line in sys.stdin:
+    for line in requests:
         if log is not None:
             try:
                 os.ftruncate(log, 0)
@@ -90,7 +97,7 @@ def serve(*, own_log: bool = False) -> None:
             else:
                 value = fn(**kwargs)
             reply = {"result": to_payload(value)}
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure costs one trial
+        except (Exception, SystemExit) as exc:  # any failure costs one trial
             reply = {"error": describe(exc)}
         try:
             text = json.dumps(reply)
@@ -177,7 +184,7 @@ def discover(paths: list[Path]) -> dict[str, Any]:
         module_name = ".".join(file.relative_to(root).with_suffix("").parts)
         try:
             module = importlib.import_module(module_name)
-        except BaseException as exc:  # noqa: BLE001 - report, do not crash discovery
+        except BaseException as exc:  # report, do not crash discovery
             errors.append(f"{file.relative_to(root)}: cannot import: {describe(exc)}")
             continue
         for name, obj in vars(module).items():

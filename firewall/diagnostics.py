@@ -160,8 +160,9 @@ class Diagnosis(BaseModel):
         return {entry.name: entry.drift for entry in sorted(self.drift, key=lambda d: d.name)}
 
 
-def diagnose(trials: Sequence[TrialRecord], *, pass_score: float) -> Diagnosis:
-    """All the diagnostics of one probe."""
+def diagnose(trials: Sequence[TrialRecord], *, pass_score: float,
+             with_hints: bool = True) -> Diagnosis:
+    """All the diagnostics of one probe; the hints (the costly part) only when asked."""
     drift = field_drift(trials)
     flips = case_flips(trials, pass_score=pass_score)
     return Diagnosis(
@@ -170,7 +171,7 @@ def diagnose(trials: Sequence[TrialRecord], *, pass_score: float) -> Diagnosis:
         cases=len(_case_ids(trials)),
         drift=drift,
         flips=flips,
-        hints=hints(trials, flips=flips, drift=drift),
+        hints=hints(trials, flips=flips, drift=drift) if with_hints else [],
         budgets=budget_summary(trials),
     )
 

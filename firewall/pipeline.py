@@ -121,13 +121,13 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
 
 def explain(report: EvalReport, *, pass_score: float) -> EvalReport:
     """Attach the diagnostics: field drift, flipping cases, and cause hints where unstable."""
-    diagnosis = diagnose(report.trials, pass_score=pass_score)
     wants_hints = report.status in (Status.QUARANTINE, Status.QUARANTINED, Status.ERROR)
+    diagnosis = diagnose(report.trials, pass_score=pass_score, with_hints=wants_hints)
     return report.model_copy(update={
         "drift": diagnosis.drift_rates(),
         "distributions": {d.name: d.distribution for d in diagnosis.drift},
         "flips": diagnosis.flips,
-        "hints": diagnosis.hints if wants_hints else [],
+        "hints": diagnosis.hints,
     })
 
 

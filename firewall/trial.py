@@ -83,20 +83,26 @@ def record_from_payload(
                 duration_s=duration_s, in_flight=in_flight, violations=[], metrics={},
                 fields={}, items={}, model_id=None, prompt_version=None,
             )
-    base = {"index": index, "seed": seed, "duration_s": duration_s, "in_flight": in_flight}
+    def failed(error: str) -> TrialRecord:
+        return error_record(index=index, seed=seed, error=error, duration_s=duration_s,
+                            in_flight=in_flight)
+
     if not isinstance(payload, dict):
-        return TrialRecord(**base, error=f"result must be a JSON object, got {_kind(payload)}")
+        return failed(f"result must be a JSON object, got {_kind(payload)}")
     try:
         result = TrialPayload.model_validate(payload)
     except ValidationError as exc:
-        return TrialRecord(**base, error=f"invalid trial result: {describe_errors(exc)}")
+        return failed(f"invalid trial result: {describe_errors(exc)}")
     if result.error is not None:
-        return _with_attribution(TrialRecord(**base, error=f"eval reported: {result.error}"), result)
+        return _with_attribution(failed(f"eval reported: {result.error}"), result)
     score = result.score if result.score is not None else float(bool(result.passed))
     passed = result.passed if result.passed is not None else score >= pass_score - 1e-9
     return _with_attribution(
         TrialRecord(
-            **base,
+            index=index,
+            seed=seed,
+            duration_s=duration_s,
+            in_flight=in_flight,
             score=score,
             passed=passed,
             violations=result.violations,

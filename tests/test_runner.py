@@ -7,6 +7,7 @@ outcome (an error that says so) is checked, never how long anything took.
 from __future__ import annotations
 
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -295,18 +296,34 @@ def test_a_command_past_the_timeout_is_killed_and_an_error(project: Path) -> Non
     assert "calling the judge" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runner/command.py _collect: once the command closes stdout and stderr the deadline "
-    "is no longer enforced (proc.wait() has no timeout), so a command that detaches from its "
-    "pipes runs until it exits (forever, if it hangs) and is then reported as 'no output'",
-)
 def test_a_command_that_closes_its_pipes_is_still_killed_at_the_timeout(project: Path) -> None:
-    spec = command_spec("exec >/dev/null 2>&1; sleep 3", timeout=1)
+    spec = command_spec("exec >/dev/null 2>&1; sleep 30", timeout=1)
 
     message = error_of(run_one(project, spec))
 
     assert "timed out" in message
+
+
+def test_a_background_child_holding_stdout_does_not_hold_the_trial(project: Path) -> None:
+    """The command printed its result and exited; a child it left behind keeps the pipe."""
+    spec = command_spec("""sleep 30 & echo '{"score": 0.9}'""", timeout=20)
+
+    (record,) = run(project, spec, trials=1)
+
+    assert record.error is None and record.score == 0.9
+    assert record.duration_s < 20, "it did not wait for the timeout"
+    finished = subprocess.run(["pgrep", "-f", "^sleep 30$"], capture_output=True, text=True)
+    assert finished.stdout == "", "the orphan was killed with its process group"
+
+
+def test_a_python_eval_that_reads_stdin_gets_nothing_and_no_request(project: Path) -> None:
+    write_module(project, "reader", "import sys\n\ndef trial(seed):\n"
+                 "    data = sys.stdin.read()\n    return {'score': 1.0, 'fields': {'stdin': data}}\n")
+    spec = python_spec("reader:trial", timeout=10)
+
+    first, second = run(project, spec, trials=2)
+
+    assert first.fields == {"stdin": ""} and second.fields == {"stdin": ""}
 
 
 def test_a_failing_trial_does_not_affect_the_next(project: Path) -> None:
@@ -725,3 +742,13 @@ def test_mixed_tasks_come_back_in_task_order(project: Path) -> None:
         (2, 102, 0.2),
         (2, 102, 0.2),
     ]
+
+
+def test_a_crash_message_after_earlier_trials_is_clean(project: Path) -> None:
+    write_module(project, "noisy", "import os, sys\n\ndef trial(seed, trial):\n"
+                 "    print('x' * 5000, file=sys.stderr)\n"
+                 "    if trial == 2:\n        os._exit(7)\n    return 1.0\n")
+    records = run(project, python_spec("noisy:trial", timeout=10), trials=3)
+
+    crash = records[2].error or ""
+    assert "exited with status 7" in crash and "\x00" not in crash

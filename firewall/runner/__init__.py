@@ -9,6 +9,7 @@ suffice: the trials run in other processes, so the slots only wait.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import queue
 import signal
@@ -109,6 +110,7 @@ class Runner:
         scratch: Path,
     ) -> None:
         worker = PythonWorker(self._cwd)
+        register = functools.partial(self._track, number)
         try:
             while not self._stop.is_set():
                 with self._lock:
@@ -125,10 +127,10 @@ class Runner:
                     outcome = execute(
                         task, cwd=self._cwd, worker=worker,
                         result_path=result_path,
-                        register=lambda pid, n=number: self._track(n, pid),
+                        register=register,
                         base_env=self._env,
                     )
-                except Exception as exc:  # noqa: BLE001 - a runner bug costs one trial, not the run
+                except Exception as exc:  # a runner bug costs one trial, not the run
                     outcome = Outcome(error=f"internal error running the trial: {exc!r}")
                 duration = time.perf_counter() - started
                 with self._lock:

@@ -18,6 +18,8 @@ from firewall.runner.outcome import Outcome, signal_name, tail
 
 STDOUT_KEEP_BYTES = 16 * 1024 * 1024
 STDERR_KEEP_BYTES = 64 * 1024
+_TICK_S = 0.1  # how often a quiet command is checked for having exited
+_ORPHAN_GRACE_S = 0.2  # how long a background child may hold the pipes after the command exits
 _PLACEHOLDER = re.compile(r"\{(seed|trial|eval_id|result)\}")
 
 
@@ -127,23 +129,38 @@ def _last_line(stdout: bytes) -> bytes:
 
 
 def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes, bool]:
-    """Drain stdout and stderr until both close, keeping bounded tails; kill at the deadline."""
+    """Drain stdout and stderr, keeping bounded tails, until the command is done.
+
+    Done means both pipes closed and the process exited, or the process exited
+    and a background child it left behind still holds a pipe (then that child
+    is killed after a short grace). Past the deadline the whole process group
+    is killed, whatever holds or has closed the pipes.
+    """
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     kept = {out_fd: bytearray(), err_fd: bytearray()}
     limits = {out_fd: STDOUT_KEEP_BYTES, err_fd: STDERR_KEEP_BYTES}
-    timed_out = False
+    timed_out = orphaned = False
+    exited_at: float | None = None
     # poll(2) rather than the default epoll: no epoll descriptor to create, fill and close
     # for each trial, for the two pipes of one short-lived process.
     with selectors.PollSelector() as selector:
         for stream in (proc.stdout, proc.stderr):
             selector.register(stream, selectors.EVENT_READ)
         while selector.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            now = time.monotonic()
+            if now >= deadline:
                 timed_out = True
                 break
-            for key, _ in selector.select(remaining):
+            ready = selector.select(min(deadline - now, _TICK_S))
+            if not ready:  # quiet: has the command itself finished?
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at >= _ORPHAN_GRACE_S:
+                    orphaned = True  # only a background child holds the pipes now
+                    break
+                continue
+            for key, _ in ready:
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
                     selector.unregister(key.fileobj)
@@ -152,7 +169,13 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
                 buffer += chunk
                 if len(buffer) > limits[key.fd]:
                     del buffer[: len(buffer) - limits[key.fd]]
-    if timed_out:
+    if not timed_out:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:  # it closed its pipes but kept running
+            timed_out = True
+    if timed_out or orphaned:
+        # The group still has members, so its id cannot have been reused by now.
         kill_group(proc)
     proc.wait()
     proc.stdout.close()
