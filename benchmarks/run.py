@@ -45,12 +45,12 @@ COMMAND_EVALS = 1000
 SLEEP_EVALS, SLEEP_S, SLEEP_CONCURRENCY = 200, 0.05, 16
 
 TARGETS = {
-    "overhead_ms": 0.25,         # (firewall - bare loop) / trials
-    "vs_pytest": 1.0,            # firewall wall / pytest-repeat wall
-    "vs_bare_spawn": 1.2,        # firewall wall / bare /bin/sh -c spawner wall
-    "vs_ideal_io": 1.10,         # firewall wall / (evals * k * sleep / concurrency)
-    "peak_rss_mb": 150.0,        # orchestrator peak RSS, 7,000-trial run
-    "artefact_mb": 5.0,          # firewall-report.json of the 7,000-trial run
+    "overhead_ms": 0.25,  # (firewall - bare loop) / trials
+    "vs_pytest": 1.0,  # firewall wall / pytest-repeat wall
+    "vs_bare_spawn": 1.2,  # firewall wall / bare /bin/sh -c spawner wall
+    "vs_ideal_io": 1.10,  # firewall wall / (evals * k * sleep / concurrency)
+    "peak_rss_mb": 150.0,  # orchestrator peak RSS, 7,000-trial run
+    "artefact_mb": 5.0,  # firewall-report.json of the 7,000-trial run
 }
 
 
@@ -70,16 +70,23 @@ def make_trivial(root: Path, n: int, concurrency: int) -> Path:
     project.mkdir()
     names = [f"fn_{i:04d}" for i in range(n)]
     (project / "bench_evals.py").write_text(
-        "".join(f"def {name}(seed):\n    return 1.0\n\n\n" for name in names))
-    (project / "firewall.toml").write_text(_toml(
-        {"k": K, "seed": 20261129, "concurrency": concurrency, "timeout": 60},
-        [(f"trivial-{i:04d}", "python", f"bench_evals:{name}") for i, name in enumerate(names)]))
+        "".join(f"def {name}(seed):\n    return 1.0\n\n\n" for name in names)
+    )
+    (project / "firewall.toml").write_text(
+        _toml(
+            {"k": K, "seed": 20261129, "concurrency": concurrency, "timeout": 60},
+            [(f"trivial-{i:04d}", "python", f"bench_evals:{name}") for i, name in enumerate(names)],
+        )
+    )
     (project / "test_bench.py").write_text(
-        "from bench_evals import *  # noqa: F403\n\n\n" + "".join(
+        "from bench_evals import *  # noqa: F403\n\n\n"
+        + "".join(
             f"def test_{i:04d}():\n    assert {name}(seed=0) == 1.0\n\n\n"
-            for i, name in enumerate(names)))
+            for i, name in enumerate(names)
+        )
+    )
     (project / "pytest.ini").write_text("[pytest]\n")  # stop rootdir discovery here
-    (project / "bare_loop.py").write_text(f'''\
+    (project / "bare_loop.py").write_text(f"""\
 import json, sys, time
 sys.path.insert(0, "")
 import bench_evals
@@ -92,7 +99,7 @@ for fn in fns:
 elapsed = time.perf_counter() - start
 assert total == {n * K}
 print(json.dumps({{"loop_s": elapsed}}))
-''')
+""")
     return project
 
 
@@ -103,10 +110,13 @@ def make_commands(root: Path, n: int, concurrency: int) -> Path:
     """n command evals printing a constant result, and a bare threaded spawner of the same."""
     project = root / "commands"
     project.mkdir()
-    (project / "firewall.toml").write_text(_toml(
-        {"k": K, "seed": 20261129, "concurrency": concurrency, "timeout": 60},
-        [(f"cmd-{i:04d}", "command", COMMAND) for i in range(n)]))
-    (project / "bare_spawn.py").write_text(f'''\
+    (project / "firewall.toml").write_text(
+        _toml(
+            {"k": K, "seed": 20261129, "concurrency": concurrency, "timeout": 60},
+            [(f"cmd-{i:04d}", "command", COMMAND) for i in range(n)],
+        )
+    )
+    (project / "bare_spawn.py").write_text(f"""\
 import json, subprocess
 from concurrent.futures import ThreadPoolExecutor
 
@@ -117,7 +127,7 @@ def one(_):
 
 with ThreadPoolExecutor(max_workers={concurrency}) as pool:
     assert sum(pool.map(one, range({n * K}))) == {n * K}
-''')
+""")
     return project
 
 
@@ -126,11 +136,18 @@ def make_sleepy(root: Path, n: int) -> Path:
     project = root / "sleepy"
     project.mkdir()
     names = [f"fn_{i:03d}" for i in range(n)]
-    (project / "sleep_evals.py").write_text("import time\n\n\n" + "".join(
-        f"def {name}(seed):\n    time.sleep({SLEEP_S})\n    return 1.0\n\n\n" for name in names))
-    (project / "firewall.toml").write_text(_toml(
-        {"k": K, "seed": 20261129, "concurrency": SLEEP_CONCURRENCY, "timeout": 60},
-        [(f"sleep-{i:03d}", "python", f"sleep_evals:{name}") for i, name in enumerate(names)]))
+    (project / "sleep_evals.py").write_text(
+        "import time\n\n\n"
+        + "".join(
+            f"def {name}(seed):\n    time.sleep({SLEEP_S})\n    return 1.0\n\n\n" for name in names
+        )
+    )
+    (project / "firewall.toml").write_text(
+        _toml(
+            {"k": K, "seed": 20261129, "concurrency": SLEEP_CONCURRENCY, "timeout": 60},
+            [(f"sleep-{i:03d}", "python", f"sleep_evals:{name}") for i, name in enumerate(names)],
+        )
+    )
     return project
 
 
@@ -157,9 +174,12 @@ def make_tiny(root: Path) -> Path:
     project = root / "tiny"
     project.mkdir()
     (project / "tiny_evals.py").write_text("def fn(seed):\n    return 1.0\n")
-    (project / "firewall.toml").write_text(_toml(
-        {"k": 3, "seed": 20261129, "concurrency": 1, "timeout": 60},
-        [("tiny", "python", "tiny_evals:fn")]))
+    (project / "firewall.toml").write_text(
+        _toml(
+            {"k": 3, "seed": 20261129, "concurrency": 1, "timeout": 60},
+            [("tiny", "python", "tiny_evals:fn")],
+        )
+    )
     return project
 
 
@@ -168,8 +188,11 @@ def make_tiny(root: Path) -> Path:
 
 def clean_env() -> dict[str, str]:
     """The caller's environment without what would make firewall or pytest act differently."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("GITHUB_", "PYTEST_", "FIREWALL_"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GITHUB_", "PYTEST_", "FIREWALL_"))
+    }
     env.pop("CI", None)
     env.pop("PYTHONPATH", None)
     # Byte-code caches on (the warm-up run writes them), as in a CI job with an installed
@@ -186,15 +209,25 @@ def timed(argv: Sequence[str], cwd: Path, log: Path) -> Measured:
     """Run argv to completion; wall clock from spawn to reaping, and the child's rusage."""
     with log.open("wb") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=clean_env(), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=clean_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     # Linux: ru_maxrss (KiB) of a reaped child is the larger of its own peak and its
     # reaped descendants' peaks: for firewall that is the orchestrator (workers are small).
-    return Measured(wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime,
-                    peak_rss_mb=usage.ru_maxrss / 1024, returncode=proc.returncode)
+    return Measured(
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=usage.ru_maxrss / 1024,
+        returncode=proc.returncode,
+    )
 
 
 def reset(project: Path) -> None:
@@ -209,14 +242,18 @@ def firewall_run(project: Path, expect_trials: int) -> Measured:
     result = timed([str(BIN / "firewall"), "run"], project, project / "firewall.log")
     report = project / "firewall-report.json"
     if result["returncode"] != 0 or not report.exists():
-        sys.exit(f"firewall run failed in {project} (exit {result['returncode']}):\n"
-                 f"{(project / 'firewall.log').read_text()[-2000:]}")
+        sys.exit(
+            f"firewall run failed in {project} (exit {result['returncode']}):\n"
+            f"{(project / 'firewall.log').read_text()[-2000:]}"
+        )
     artefact = json.loads(report.read_text())
     trials = [t for e in artefact["evals"] for t in e["trials"]]
     bad = [t for t in trials if t["error"] is not None or t["score"] != 1.0]
     if len(trials) != expect_trials or bad:
-        sys.exit(f"{project}: expected {expect_trials} passing trials, got {len(trials)} "
-                 f"({len(bad)} bad, e.g. {bad[:1]})")
+        sys.exit(
+            f"{project}: expected {expect_trials} passing trials, got {len(trials)} "
+            f"({len(bad)} bad, e.g. {bad[:1]})"
+        )
     result["artefact_mb"] = report.stat().st_size / 1e6
     return result
 
@@ -224,14 +261,19 @@ def firewall_run(project: Path, expect_trials: int) -> Measured:
 def checked(argv: Sequence[str], project: Path, log_name: str) -> Measured:
     result = timed(argv, project, project / log_name)
     if result["returncode"] != 0:
-        sys.exit(f"{' '.join(argv)} failed in {project} (exit {result['returncode']}):\n"
-                 f"{(project / log_name).read_text()[-2000:]}")
+        sys.exit(
+            f"{' '.join(argv)} failed in {project} (exit {result['returncode']}):\n"
+            f"{(project / log_name).read_text()[-2000:]}"
+        )
     return result
 
 
 def pytest_repeat(project: Path) -> Measured:
-    return checked([str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", f"--count={K}",
-                    "test_bench.py"], project, "pytest.log")
+    return checked(
+        [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", f"--count={K}", "test_bench.py"],
+        project,
+        "pytest.log",
+    )
 
 
 def bare_loop(project: Path) -> Measured:
@@ -270,8 +312,13 @@ def ratio(numerators: list[Measured], denominators: list[Measured], key: str = "
     return statistics.median(a[key] / b["wall_s"] for a, b in pairs)
 
 
-def row(scenario: str, what: str, value: float | None, unit: str,
-        target: tuple[str, float] | None = None) -> dict[str, Any]:
+def row(
+    scenario: str,
+    what: str,
+    value: float | None,
+    unit: str,
+    target: tuple[str, float] | None = None,
+) -> dict[str, Any]:
     out: dict[str, Any] = {"id": scenario, "what": what, "value": value, "unit": unit}
     if target is not None and value is not None:
         op, bound = target
@@ -280,8 +327,9 @@ def row(scenario: str, what: str, value: float | None, unit: str,
     return out
 
 
-def summarise(raw: dict[str, list[Measured]], trivial_trials: int, command_trials: int,
-              sleep_ideal: float) -> list[dict[str, Any]]:
+def summarise(
+    raw: dict[str, list[Measured]], trivial_trials: int, command_trials: int, sleep_ideal: float
+) -> list[dict[str, Any]]:
     fw1, pyt, loop = raw["firewall_trivial"], raw["pytest_repeat"], raw["bare_loop"]
     fw2, spawn = raw["firewall_commands"], raw["bare_spawn"]
     fw3, tiny = raw["firewall_sleepy"], raw["firewall_tiny"]
@@ -292,45 +340,120 @@ def summarise(raw: dict[str, list[Measured]], trivial_trials: int, command_trial
     rss = max(s["peak_rss_mb"] for s in fw1)
     artefact = max(s["artefact_mb"] for s in fw1)
     rows = [
-        row("1", f"trivial Python evals, {trivial_trials:,} trials: `firewall run` wall",
-            fw1_wall, "s"),
-        row("1", f"same calls as {trivial_trials // K:,} tests, `pytest --count={K}` wall",
-            median(pyt, "wall_s"), "s"),
+        row(
+            "1",
+            f"trivial Python evals, {trivial_trials:,} trials: `firewall run` wall",
+            fw1_wall,
+            "s",
+        ),
+        row(
+            "1",
+            f"same calls as {trivial_trials // K:,} tests, `pytest --count={K}` wall",
+            median(pyt, "wall_s"),
+            "s",
+        ),
         row("1", "same calls, bare in-process loop (the loop alone)", loop_s, "s"),
-        row("1", "**firewall per-trial overhead**: (firewall wall - bare loop) / trials",
-            (fw1_wall - loop_s) / trivial_trials * 1e3, "ms", ("<=", TARGETS["overhead_ms"])),
-        row("1", "pytest-repeat per-trial overhead, same formula (context)",
-            (median(pyt, "wall_s") - loop_s) / trivial_trials * 1e3, "ms"),
-        row("1", "**firewall / pytest-repeat** wall", ratio(fw1, pyt), "x",
-            ("<=", TARGETS["vs_pytest"])),
-        row("2", f"trivial command evals, {command_trials:,} trials: `firewall run` wall",
-            median(fw2, "wall_s"), "s"),
-        row("2", "bare threaded `/bin/sh -c` spawner, same commands, same concurrency",
-            median(spawn, "wall_s"), "s"),
-        row("2", "**firewall / bare spawn** wall", ratio(fw2, spawn), "x",
-            ("<=", TARGETS["vs_bare_spawn"])),
-        row("3", f"I/O-bound: {SLEEP_EVALS * K:,} trials of {SLEEP_S * 1e3:g} ms at concurrency "
-                 f"{SLEEP_CONCURRENCY}: `firewall run` wall", fw3_wall, "s"),
+        row(
+            "1",
+            "**firewall per-trial overhead**: (firewall wall - bare loop) / trials",
+            (fw1_wall - loop_s) / trivial_trials * 1e3,
+            "ms",
+            ("<=", TARGETS["overhead_ms"]),
+        ),
+        row(
+            "1",
+            "pytest-repeat per-trial overhead, same formula (context)",
+            (median(pyt, "wall_s") - loop_s) / trivial_trials * 1e3,
+            "ms",
+        ),
+        row(
+            "1",
+            "**firewall / pytest-repeat** wall",
+            ratio(fw1, pyt),
+            "x",
+            ("<=", TARGETS["vs_pytest"]),
+        ),
+        row(
+            "2",
+            f"trivial command evals, {command_trials:,} trials: `firewall run` wall",
+            median(fw2, "wall_s"),
+            "s",
+        ),
+        row(
+            "2",
+            "bare threaded `/bin/sh -c` spawner, same commands, same concurrency",
+            median(spawn, "wall_s"),
+            "s",
+        ),
+        row(
+            "2",
+            "**firewall / bare spawn** wall",
+            ratio(fw2, spawn),
+            "x",
+            ("<=", TARGETS["vs_bare_spawn"]),
+        ),
+        row(
+            "3",
+            f"I/O-bound: {SLEEP_EVALS * K:,} trials of {SLEEP_S * 1e3:g} ms at concurrency "
+            f"{SLEEP_CONCURRENCY}: `firewall run` wall",
+            fw3_wall,
+            "s",
+        ),
         row("3", "ideal wall: evals x k x sleep / concurrency", sleep_ideal, "s"),
-        row("3", "**firewall / ideal** (end to end)", fw3_wall / sleep_ideal, "x",
-            ("<=", TARGETS["vs_ideal_io"])),
-        row("4", f"**peak RSS** of the firewall process tree, {trivial_trials:,}-trial run",
-            rss, "MB", ("<", TARGETS["peak_rss_mb"])),
-        row("4", f"**artefact size**, {trivial_trials:,}-trial run", artefact, "MB",
-            ("<", TARGETS["artefact_mb"])),
-        row("d", "fixed cost: `firewall run` of 1 trivial eval x 3 trials, wall",
-            median(tiny, "wall_s"), "s"),
-        row("d", "CPU (user+sys) of `firewall run` and its workers per trial, scenario 1",
-            median(fw1, "cpu_s") / trivial_trials * 1e3, "ms"),
+        row(
+            "3",
+            "**firewall / ideal** (end to end)",
+            fw3_wall / sleep_ideal,
+            "x",
+            ("<=", TARGETS["vs_ideal_io"]),
+        ),
+        row(
+            "4",
+            f"**peak RSS** of the firewall process tree, {trivial_trials:,}-trial run",
+            rss,
+            "MB",
+            ("<", TARGETS["peak_rss_mb"]),
+        ),
+        row(
+            "4",
+            f"**artefact size**, {trivial_trials:,}-trial run",
+            artefact,
+            "MB",
+            ("<", TARGETS["artefact_mb"]),
+        ),
+        row(
+            "d",
+            "fixed cost: `firewall run` of 1 trivial eval x 3 trials, wall",
+            median(tiny, "wall_s"),
+            "s",
+        ),
+        row(
+            "d",
+            "CPU (user+sys) of `firewall run` and its workers per trial, scenario 1",
+            median(fw1, "cpu_s") / trivial_trials * 1e3,
+            "ms",
+        ),
     ]
     if probed:
         rows += [
-            row("d", "probe phase alone (Runner.run), scenario 1: per-trial time",
-                median(probe1, "runner_s") / trivial_trials * 1e3, "ms"),
-            row("d", "probe phase alone, scenario 2: Runner.run / bare spawn wall",
-                ratio(probe2, spawn, "runner_s"), "x"),
-            row("d", "probe phase alone, scenario 3: Runner.run / ideal",
-                median(probe3, "runner_s") / sleep_ideal, "x"),
+            row(
+                "d",
+                "probe phase alone (Runner.run), scenario 1: per-trial time",
+                median(probe1, "runner_s") / trivial_trials * 1e3,
+                "ms",
+            ),
+            row(
+                "d",
+                "probe phase alone, scenario 2: Runner.run / bare spawn wall",
+                ratio(probe2, spawn, "runner_s"),
+                "x",
+            ),
+            row(
+                "d",
+                "probe phase alone, scenario 3: Runner.run / ideal",
+                median(probe3, "runner_s") / sleep_ideal,
+                "x",
+            ),
         ]
     return rows
 
@@ -357,18 +480,30 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     ]
     for row in rows:
         met = "" if "met" not in row else ("yes" if row["met"] else "**NO**")
-        out.append(f"| {row['id']} | {row['what']} | {_fmt(row['value'], row['unit'])} | "
-                   f"{row.get('target', '')} | {met} |")
+        out.append(
+            f"| {row['id']} | {row['what']} | {_fmt(row['value'], row['unit'])} | "
+            f"{row.get('target', '')} | {met} |"
+        )
     out += ["", f"Command: `{meta['command']}`", ""]
     return "\n".join(out)
 
 
 def _git_describe() -> str:
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                             capture_output=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "firewall"], cwd=REPO,
-                               text=True, capture_output=True, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            text=True,
+            capture_output=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "firewall"],
+            cwd=REPO,
+            text=True,
+            capture_output=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return sha + ("+dirty" if dirty else "")
@@ -380,10 +515,15 @@ def _git_describe() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repetition (a smoke check)")
-    parser.add_argument("--repetitions", type=int, default=None,
-                        help="default 5, or 1 with --quick")
-    parser.add_argument("--concurrency", type=int, default=4,
-                        help="concurrency of scenarios 1 and 2 (default 4, the config default)")
+    parser.add_argument(
+        "--repetitions", type=int, default=None, help="default 5, or 1 with --quick"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        help="concurrency of scenarios 1 and 2 (default 4, the config default)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated projects")
     args = parser.parse_args(argv)
     reps = args.repetitions or (1 if args.quick else 5)
@@ -401,11 +541,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repetitions": reps,
         "concurrency": args.concurrency,
         "loadavg_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-        "command": " ".join(["python", "benchmarks/run.py", *(argv if argv is not None
-                                                              else sys.argv[1:])]),
-        "sizes": {"trivial_evals": TRIVIAL_EVALS, "command_evals": COMMAND_EVALS,
-                  "sleep_evals": SLEEP_EVALS, "k": K, "sleep_s": SLEEP_S,
-                  "sleep_concurrency": SLEEP_CONCURRENCY},
+        "command": " ".join(
+            ["python", "benchmarks/run.py", *(argv if argv is not None else sys.argv[1:])]
+        ),
+        "sizes": {
+            "trivial_evals": TRIVIAL_EVALS,
+            "command_evals": COMMAND_EVALS,
+            "sleep_evals": SLEEP_EVALS,
+            "k": K,
+            "sleep_s": SLEEP_S,
+            "sleep_concurrency": SLEEP_CONCURRENCY,
+        },
     }
     root = Path(tempfile.mkdtemp(prefix="firewall-bench-"))
     try:
@@ -428,8 +574,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "probe_sleepy": lambda: probe_only(sleepy),
         }
         print(f"warming up (byte-code caches, page cache) in {root} ...", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root)], env=clean_env(),
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(root)], env=clean_env(), check=True
+        )
         for name in ("firewall_tiny", "firewall_trivial", "pytest_repeat", "bare_loop"):
             variants[name]()
         raw: dict[str, list[Measured]] = {name: [] for name in variants}
@@ -437,9 +584,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, run in variants.items():
                 sample = run()
                 raw[name].append(sample)
-                print(f"[{rep + 1}/{reps}] {name:18s} {sample['wall_s']:7.3f} s  "
-                      f"cpu {sample['cpu_s']:6.3f} s  rss {sample['peak_rss_mb']:6.1f} MB",
-                      file=sys.stderr)
+                print(
+                    f"[{rep + 1}/{reps}] {name:18s} {sample['wall_s']:7.3f} s  "
+                    f"cpu {sample['cpu_s']:6.3f} s  rss {sample['peak_rss_mb']:6.1f} MB",
+                    file=sys.stderr,
+                )
         meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
         rows = summarise(raw, trivial_trials, command_trials, sleep_ideal)
     finally:

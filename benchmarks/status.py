@@ -32,20 +32,43 @@ def build(root: Path, rows: int, evals: int = 500, quarantined: int = 40) -> Non
     for run in range(runs):
         stamp = (start + dt.timedelta(hours=run * 60 * 24 / runs)).strftime("%Y-%m-%dT%H:%M:%SZ")
         for n in range(evals):
-            lines.append(json.dumps({
-                "eval_id": f"eval-{n:04d}", "run_id": f"run-{run:05d}", "mode": "run",
-                "status": "pass", "k": 7, "median": 0.8 + (run * n % 17) / 100,
-                "iqr": (run + n) % 9 / 100, "pass_rate": 1.0, "drift": {"category": 0.0},
-                "model_ids": ["m"], "prompt_versions": ["v1"], "git_sha": "abc",
-                "build_ts": stamp}))
+            lines.append(
+                json.dumps(
+                    {
+                        "eval_id": f"eval-{n:04d}",
+                        "run_id": f"run-{run:05d}",
+                        "mode": "run",
+                        "status": "pass",
+                        "k": 7,
+                        "median": 0.8 + (run * n % 17) / 100,
+                        "iqr": (run + n) % 9 / 100,
+                        "pass_rate": 1.0,
+                        "drift": {"category": 0.0},
+                        "model_ids": ["m"],
+                        "prompt_versions": ["v1"],
+                        "git_sha": "abc",
+                        "build_ts": stamp,
+                    }
+                )
+            )
     history = root / ".firewall" / "history.jsonl"
     history.parent.mkdir()
     history.write_text("\n".join(lines[:rows]) + "\n")
     entries = {
-        f"eval-{n:04d}": {"since": "2026-11-01T00:00:00Z", "source": "auto", "reason": "iqr",
-                          "median": 0.7, "iqr": 0.1, "k": 7, "git_sha": None, "issue": n,
-                          "stable_streak": 1, "last_probe": None,
-                          "review_by": "2026-12-01T00:00:00Z", "owner": None}
+        f"eval-{n:04d}": {
+            "since": "2026-11-01T00:00:00Z",
+            "source": "auto",
+            "reason": "iqr",
+            "median": 0.7,
+            "iqr": 0.1,
+            "k": 7,
+            "git_sha": None,
+            "issue": n,
+            "stable_streak": 1,
+            "last_probe": None,
+            "review_by": "2026-12-01T00:00:00Z",
+            "owner": None,
+        }
         for n in range(evals - quarantined, evals)
     }
     (root / "quarantine.json").write_text(json.dumps({"schema_version": 1, "evals": entries}))

@@ -37,8 +37,13 @@ if TYPE_CHECKING:
 _FUNCTION = type(lambda: None)
 _VARARGS, _VARKEYWORDS, _COROUTINE = 0x04, 0x08, 0x80  # inspect.CO_VARARGS, ...
 # What makes inspect look past a plain function's code object: then ask inspect.
-_INTROSPECTED = ("__wrapped__", "__signature__", "_partialmethod", "__partialmethod__",
-                 "_is_coroutine_marker")
+_INTROSPECTED = (
+    "__wrapped__",
+    "__signature__",
+    "_partialmethod",
+    "__partialmethod__",
+    "_is_coroutine_marker",
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,7 +89,9 @@ def serve(*, own_log: bool = False) -> None:
                 pass
         request = json.loads(line)
         try:
-            fn, takes_trial, is_async = cache.get(request["target"]) or _load(request["target"], cache)
+            fn, takes_trial, is_async = cache.get(request["target"]) or _load(
+                request["target"], cache
+            )
             kwargs = {"seed": request["seed"]}
             if takes_trial:
                 kwargs["trial"] = request["trial"]
@@ -155,7 +162,8 @@ def to_payload(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return to_payload(value.item())
     raise TypeError(
-        f"returned {type(value).__name__}; expected a number, a bool, a dict or firewall.TrialResult"
+        f"returned {type(value).__name__}; expected a number, a bool, a dict "
+        "or firewall.TrialResult"
     )
 
 
@@ -195,12 +203,14 @@ def discover(paths: list[Path]) -> dict[str, Any]:
                 line = inspect.getsourcelines(obj)[1]
             except (OSError, TypeError):
                 line = None
-            found.append({
-                "options": options,
-                "target": f"{module_name}:{getattr(obj, '__qualname__', name)}",
-                "file": str(file.relative_to(root)),
-                "line": line,
-            })
+            found.append(
+                {
+                    "options": options,
+                    "target": f"{module_name}:{getattr(obj, '__qualname__', name)}",
+                    "file": str(file.relative_to(root)),
+                    "line": line,
+                }
+            )
     return {"evals": found, "errors": errors}
 
 
@@ -212,7 +222,8 @@ def _python_files(paths: list[Path]) -> list[Path]:
             files.append(path)
         elif path.is_dir():
             files.extend(
-                p for p in sorted(path.rglob("*.py"))
+                p
+                for p in sorted(path.rglob("*.py"))
                 if not any(part.startswith((".", "__")) for part in p.relative_to(path).parts)
             )
     return files

@@ -29,8 +29,9 @@ class Calibration(BaseModel):
     min_points: int = MIN_POINTS
 
 
-def calibrate(rows: Iterable[dict[str, Any]], current: dict[str, float],
-              default: float) -> Calibration:
+def calibrate(
+    rows: Iterable[dict[str, Any]], current: dict[str, float], default: float
+) -> Calibration:
     """P80 of the observed IQRs per eval and overall, with what each would have quarantined."""
     observed: dict[str, list[float]] = {}
     for row in rows:
@@ -40,8 +41,10 @@ def calibrate(rows: Iterable[dict[str, Any]], current: dict[str, float],
     everything = [value for values in observed.values() for value in values]
     return Calibration(
         overall=_suggest(None, everything, default),
-        evals=[_suggest(eval_id, values, current.get(eval_id, default))
-               for eval_id, values in sorted(observed.items())],
+        evals=[
+            _suggest(eval_id, values, current.get(eval_id, default))
+            for eval_id, values in sorted(observed.items())
+        ],
     )
 
 
@@ -52,9 +55,20 @@ def _suggest(eval_id: str | None, values: list[float], current: float) -> Sugges
         return float(np.mean(array > limit + EPSILON)) if array.size else 0.0
 
     if array.size < MIN_POINTS:
-        return Suggestion(eval_id=eval_id, points=int(array.size), flakiness=None,
-                          quarantined_share=None, current=current, current_share=share(current))
+        return Suggestion(
+            eval_id=eval_id,
+            points=int(array.size),
+            flakiness=None,
+            quarantined_share=None,
+            current=current,
+            current_share=share(current),
+        )
     suggested = round(float(np.percentile(array, PERCENTILE)), 4)
-    return Suggestion(eval_id=eval_id, points=int(array.size), flakiness=suggested,
-                      quarantined_share=share(suggested), current=current,
-                      current_share=share(current))
+    return Suggestion(
+        eval_id=eval_id,
+        points=int(array.size),
+        flakiness=suggested,
+        quarantined_share=share(suggested),
+        current=current,
+        current_share=share(current),
+    )

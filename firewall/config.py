@@ -59,7 +59,9 @@ class EvalEntry(Gate):
     budgets: Budgets = Budgets()
     blocking: bool = True
     tags: list[str] = []
-    owner: str | None = Field(default=None, pattern=r"^@?[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?$")
+    owner: str | None = Field(
+        default=None, pattern=r"^@?[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?$"
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> EvalEntry:
@@ -247,7 +249,11 @@ def _model_at(loc: list[Any]) -> type[BaseModel] | None:
         if field is None:
             return EvalEntry if part == "evals" else None
         annotation = field.annotation
-        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        model = (
+            annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+            else None
+        )
         if part == "evals":
             model = EvalEntry
     return model

@@ -160,8 +160,9 @@ class Diagnosis(BaseModel):
         return {entry.name: entry.drift for entry in sorted(self.drift, key=lambda d: d.name)}
 
 
-def diagnose(trials: Sequence[TrialRecord], *, pass_score: float,
-             with_hints: bool = True) -> Diagnosis:
+def diagnose(
+    trials: Sequence[TrialRecord], *, pass_score: float, with_hints: bool = True
+) -> Diagnosis:
     """All the diagnostics of one probe; the hints (the costly part) only when asked."""
     drift = field_drift(trials)
     flips = case_flips(trials, pass_score=pass_score)

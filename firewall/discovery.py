@@ -26,7 +26,9 @@ def discover(config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
     settings = config.settings
     config_file = str(_relative(config.path, cwd)) if config.path else "<config>"
     specs = [
-        EvalSpec.resolve(entry, settings, Source(file=config_file, line=config.eval_lines.get(entry.id)))
+        EvalSpec.resolve(
+            entry, settings, Source(file=config_file, line=config.eval_lines.get(entry.id))
+        )
         for entry in settings.evals
     ]
     if settings.paths:
@@ -45,24 +47,31 @@ def discover(config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
 def _decorated(paths: Sequence[str], config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
     missing = [path for path in paths if not (cwd / path).exists()]
     if missing:
-        raise ConfigError(f"{_relative(config.path, cwd)}: {config.prefix}paths: "
-                          f"{', '.join(missing)} does not exist (relative to {cwd})")
+        raise ConfigError(
+            f"{_relative(config.path, cwd)}: {config.prefix}paths: "
+            f"{', '.join(missing)} does not exist (relative to {cwd})"
+        )
     parent = str(Path(__file__).resolve().parents[1])
     proc = subprocess.run(
         [sys.executable, "-c", _BOOT.format(parent=parent), "--discover", *paths],
-        cwd=cwd, capture_output=True, text=True, check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
-        raise DiscoveryError(f"discovering evals under {', '.join(paths)} failed: "
-                             f"{proc.stderr.strip()[-800:]}")
+        raise DiscoveryError(
+            f"discovering evals under {', '.join(paths)} failed: {proc.stderr.strip()[-800:]}"
+        )
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     if found["errors"]:
         raise DiscoveryError("\n".join(found["errors"]))
     specs = []
     for item in found["evals"]:
         source = Source(file=item["file"], line=item["line"])
-        entry = parse_eval_options({**item["options"], "python": item["target"]},
-                                   source=str(source))
+        entry = parse_eval_options(
+            {**item["options"], "python": item["target"]}, source=str(source)
+        )
         specs.append(EvalSpec.resolve(entry, config.settings, source))
     return specs
 

@@ -38,9 +38,11 @@ def publish_github(project: Project, artefact: Artefact, report_path: Path | Non
     """In a GitHub Actions job: annotations on stdout, the job summary and the step outputs."""
     settings = project.config.settings
     publication = publish(
-        artefact, report_path=report_path,
+        artefact,
+        report_path=report_path,
         entries=Registry(project.cwd / settings.registry).read(),
-        history_path=project.cwd / settings.history, env=os.environ,
+        history_path=project.cwd / settings.history,
+        env=os.environ,
     )
     output.annotate(publication.annotations)
     for problem in publication.problems:
@@ -57,8 +59,13 @@ def report_problem(text: str) -> None:
 
 def issue_tracker(project: Project, *, dry_run: bool, no_issues: bool) -> IssueTracker | None:
     try:
-        return sync.tracker_for(project.config.settings, os.environ, dry_run=dry_run,
-                                no_issues=no_issues, echo=output.note)
+        return sync.tracker_for(
+            project.config.settings,
+            os.environ,
+            dry_run=dry_run,
+            no_issues=no_issues,
+            echo=output.note,
+        )
     except IssueError as exc:
         report_problem(f"{exc}; no issue was opened or updated")
         return None
@@ -81,8 +88,14 @@ def sync_after_gate(project: Project, outcome: Outcome, *, dry_run: bool, no_iss
     new = [r for r in outcome.artefact.evals if r.status is Status.QUARANTINE]
     for report in new:  # a dry run wrote none of them, but says what it would do
         entries.setdefault(report.id, quarantine_entry(report, settings, at=now(), git_sha=None))
-    result = sync.after_gate(tracker, reports=outcome.artefact.evals, new=[r.id for r in new],
-                             entries=entries, settings=settings, trends=_trends(project, entries))
+    result = sync.after_gate(
+        tracker,
+        reports=outcome.artefact.evals,
+        new=[r.id for r in new],
+        entries=entries,
+        settings=settings,
+        trends=_trends(project, entries),
+    )
     finish_sync(project, result, dry_run=dry_run)
 
 
@@ -91,17 +104,29 @@ def _trends(project: Project, entries: dict[str, Entry]) -> dict[str, str]:
     return triage.trends(history.scan(path), entries, at=now())
 
 
-def sync_after_nightly(project: Project, outcome: NightlyOutcome, before: dict[str, Entry], *,
-                       dry_run: bool, no_issues: bool) -> None:
+def sync_after_nightly(
+    project: Project,
+    outcome: NightlyOutcome,
+    before: dict[str, Entry],
+    *,
+    dry_run: bool,
+    no_issues: bool,
+) -> None:
     """Status blocks, state-change comments, release closes, then catch-up and stray closes."""
     tracker = issue_tracker(project, dry_run=dry_run, no_issues=no_issues)
     if tracker is None or not outcome.artefact.run.complete:
         return
     settings = project.config.settings
     after = Registry(project.cwd / settings.registry).read() if not dry_run else dict(before)
-    result = sync.after_nightly(tracker, reports=outcome.artefact.evals, events=outcome.events,
-                                before=before, after=after, settings=settings,
-                                trends=_trends(project, {**before, **after}))
+    result = sync.after_nightly(
+        tracker,
+        reports=outcome.artefact.evals,
+        events=outcome.events,
+        before=before,
+        after=after,
+        settings=settings,
+        trends=_trends(project, {**before, **after}),
+    )
     finish_sync(project, result, dry_run=dry_run)
 
 
@@ -110,12 +135,14 @@ def sync_after_add(project: Project, eval_id: str, *, no_issues: bool) -> None:
     entry = Registry(project.cwd / project.config.settings.registry).read().get(eval_id)
     if tracker is None or entry is None:
         return
-    finish_sync(project, sync.after_add(tracker, eval_id, entry, project.config.settings),
-                dry_run=False)
+    finish_sync(
+        project, sync.after_add(tracker, eval_id, entry, project.config.settings), dry_run=False
+    )
 
 
-def sync_after_release(project: Project, eval_id: str, entry: Entry, reason: str | None, *,
-                       no_issues: bool) -> None:
+def sync_after_release(
+    project: Project, eval_id: str, entry: Entry, reason: str | None, *, no_issues: bool
+) -> None:
     tracker = issue_tracker(project, dry_run=False, no_issues=no_issues)
     if tracker is not None:
         finish_sync(project, sync.after_release(tracker, eval_id, entry, reason), dry_run=False)

@@ -47,7 +47,7 @@ def append(path: Path, rows: Iterable[HistoryRow]) -> None:
                 data = b"\n" + data  # a torn last line must not swallow our first row
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
 
@@ -68,7 +68,10 @@ def scan(path: Path, eval_ids: Collection[str] | None = None) -> Iterator[dict[s
         for line in handle:
             if wanted is not None:
                 prefix = next((p for p in _PREFIXES if line.startswith(p)), None)
-                if prefix is not None and line[len(prefix):line.find(b'"', len(prefix))] not in wanted:
+                if (
+                    prefix is not None
+                    and line[len(prefix) : line.find(b'"', len(prefix))] not in wanted
+                ):
                     continue
             row = _parse(line)
             if row is not None and (wanted is None or row["eval_id"].encode() in wanted):
@@ -100,10 +103,11 @@ def last_run(path: Path, chunk: int = 1 << 18) -> list[dict[str, Any]]:
                     return []
                 continue
             run_id = rows[-1].get("run_id")
-            first = next((i for i in range(len(rows) - 1, -1, -1)
-                          if rows[i].get("run_id") != run_id), None)
+            first = next(
+                (i for i in range(len(rows) - 1, -1, -1) if rows[i].get("run_id") != run_id), None
+            )
             if first is not None or start == 0:
-                return rows[(first + 1) if first is not None else 0:]
+                return rows[(first + 1) if first is not None else 0 :]
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

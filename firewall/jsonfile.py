@@ -1,4 +1,4 @@
-"""Reading back the JSON documents the firewall writes: versioned, validated, errors that name the file."""
+"""Reading back the JSON files the firewall writes: versioned, validated, errors naming the file."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from firewall.errors import ArtefactError
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_versioned(path: Path, model: type[M], *, what: str, version: int,
-                   kind: str | None = None, hint: str = "") -> M:
+def read_versioned(
+    path: Path, model: type[M], *, what: str, version: int, kind: str | None = None, hint: str = ""
+) -> M:
     """Parse ``path`` as ``model``, refusing other kinds and unknown schema versions."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -25,8 +26,10 @@ def read_versioned(path: Path, model: type[M], *, what: str, version: int,
     if not isinstance(data, dict) or (kind is not None and data.get("kind") != kind):
         raise ArtefactError(f"{path}: not a {what}{hint}")
     if data.get("schema_version") != version:
-        raise ArtefactError(f"{path}: unknown {what} schema_version {data.get('schema_version')!r};"
-                            f" this firewall reads version {version}")
+        raise ArtefactError(
+            f"{path}: unknown {what} schema_version {data.get('schema_version')!r};"
+            f" this firewall reads version {version}"
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:

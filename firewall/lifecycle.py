@@ -1,10 +1,10 @@
 """The quarantine lifecycle as pure functions: enter, re-probe, count the streak, release.
 
-    run / nightly --all         nightly (stable)        streak == release_after
-  ──────────────────────► QUARANTINED ──────────► streak+1 ────────────────────► released
-   unstable probe            │  ▲   nightly (unstable): streak = 0
-                             │  └── nightly (errored): streak unchanged
-                             └── `firewall quarantine release`: released by hand
+  run / nightly --all         nightly (stable)        streak == release_after
+──────────────────────► QUARANTINED ──────────► streak+1 ────────────────────► released
+ unstable probe            │  ▲   nightly (unstable): streak = 0
+                           │  └── nightly (errored): streak unchanged
+                           └── `firewall quarantine release`: released by hand
 """
 
 from __future__ import annotations
@@ -33,42 +33,84 @@ class Event:
     fails_gate: bool = False
 
 
-def quarantine_entry(report: EvalReport, settings: Settings, *, at: dt.datetime,
-                     git_sha: str | None, source: Literal["auto", "manual"] = "auto") -> Entry:
+def quarantine_entry(
+    report: EvalReport,
+    settings: Settings,
+    *,
+    at: dt.datetime,
+    git_sha: str | None,
+    source: Literal["auto", "manual"] = "auto",
+) -> Entry:
     """A new registry entry for an eval that a probe found unstable."""
     return Entry(
-        since=at, source=source, reason=report.reason, median=report.stats.median,
-        iqr=report.stats.iqr, k=report.k, git_sha=git_sha, last_probe=at,
-        review_by=at + dt.timedelta(days=settings.nightly.review_days), owner=report.owner,
+        since=at,
+        source=source,
+        reason=report.reason,
+        median=report.stats.median,
+        iqr=report.stats.iqr,
+        k=report.k,
+        git_sha=git_sha,
+        last_probe=at,
+        review_by=at + dt.timedelta(days=settings.nightly.review_days),
+        owner=report.owner,
     )
 
 
-def advance(entry: Entry, report: EvalReport, *, release_after: int,
-            at: dt.datetime) -> tuple[Entry | None, Event]:
+def advance(
+    entry: Entry, report: EvalReport, *, release_after: int, at: dt.datetime
+) -> tuple[Entry | None, Event]:
     """Count one nightly probe toward release; None as the entry means released."""
     eval_id = report.id
     if report.status is Status.ERROR:
         kept = entry.model_copy(update={"last_probe": at})
-        return kept, Event(eval_id, "errored",
-                           f"probe errored, streak unchanged at {entry.stable_streak}/"
-                           f"{release_after}: {report.reason}",
-                           entry.stable_streak, release_after)
-    probed = {"last_probe": at, "median": report.stats.median, "iqr": report.stats.iqr,
-              "k": report.k}
+        return kept, Event(
+            eval_id,
+            "errored",
+            f"probe errored, streak unchanged at {entry.stable_streak}/"
+            f"{release_after}: {report.reason}",
+            entry.stable_streak,
+            release_after,
+        )
+    probed = {
+        "last_probe": at,
+        "median": report.stats.median,
+        "iqr": report.stats.iqr,
+        "k": report.k,
+    }
     if report.status is Status.QUARANTINE:
         kept = entry.model_copy(update={**probed, "stable_streak": 0})
-        return kept, Event(eval_id, "unstable", f"still unstable, streak reset to 0/"
-                           f"{release_after}: {report.reason}", 0, release_after)
+        return kept, Event(
+            eval_id,
+            "unstable",
+            f"still unstable, streak reset to 0/{release_after}: {report.reason}",
+            0,
+            release_after,
+        )
     streak = entry.stable_streak + 1
     if streak < release_after:
         kept = entry.model_copy(update={**probed, "stable_streak": streak})
-        return kept, Event(eval_id, "stable", f"stable probe {streak}/{release_after} toward "
-                           f"release (iqr {fmt(report.stats.iqr or 0)})", streak, release_after)
+        return kept, Event(
+            eval_id,
+            "stable",
+            f"stable probe {streak}/{release_after} toward "
+            f"release (iqr {fmt(report.stats.iqr or 0)})",
+            streak,
+            release_after,
+        )
     fails = report.status is Status.FAIL
-    consequence = (f"; note: it will now FAIL the gate: {report.reason}" if fails
-                   else f"; it passes the gate: {report.reason}")
-    return None, Event(eval_id, "released", f"released after {streak} stable nightly probes"
-                       f"{consequence}", streak, release_after, fails_gate=fails)
+    consequence = (
+        f"; note: it will now FAIL the gate: {report.reason}"
+        if fails
+        else f"; it passes the gate: {report.reason}"
+    )
+    return None, Event(
+        eval_id,
+        "released",
+        f"released after {streak} stable nightly probes{consequence}",
+        streak,
+        release_after,
+        fails_gate=fails,
+    )
 
 
 def overdue(entries: dict[str, Entry], at: dt.datetime) -> list[str]:

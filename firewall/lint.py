@@ -21,8 +21,10 @@ def warnings_for(spec: EvalSpec) -> list[str]:
                 f"Wilson lower bound is at most {fmt(best)} even at {spec.k}/{spec.k}{advice}"
             )
     if spec.max_errors >= spec.k:
-        notes.append(f"max_errors {spec.max_errors} >= k={spec.k}: an eval whose every trial "
-                     "errors is still ERROR, so this tolerance is never the deciding rule")
+        notes.append(
+            f"max_errors {spec.max_errors} >= k={spec.k}: an eval whose every trial "
+            "errors is still ERROR, so this tolerance is never the deciding rule"
+        )
     return notes
 
 

@@ -55,9 +55,14 @@ def nightly(
     entries = registry.read()
     known = {spec.id: spec for spec in specs}
     events = [
-        Event(eval_id, "missing", f"is quarantined but no longer defined; release it with "
-              f"`firewall quarantine release {eval_id}`")
-        for eval_id in sorted(entries) if eval_id not in known
+        Event(
+            eval_id,
+            "missing",
+            f"is quarantined but no longer defined; release it with "
+            f"`firewall quarantine release {eval_id}`",
+        )
+        for eval_id in sorted(entries)
+        if eval_id not in known
     ]
     targets = [spec for spec in specs if options.probe_all or spec.id in entries]
     tasks = plan(targets, seed, options.k or settings.nightly.k)
@@ -73,16 +78,18 @@ def nightly(
         for eval_id, report in reports.items():
             entry = current.get(eval_id)
             if entry is not None:
-                kept, event = advance(entry, report, release_after=settings.nightly.release_after,
-                                      at=started)
+                kept, event = advance(
+                    entry, report, release_after=settings.nightly.release_after, at=started
+                )
                 if kept is None:
                     del current[eval_id]
                 else:
                     current[eval_id] = kept
                 happened.append(event)
             elif report.status is Status.QUARANTINE:
-                current[eval_id] = quarantine_entry(report, settings, at=started,
-                                                    git_sha=git_info(cwd)["git_sha"])
+                current[eval_id] = quarantine_entry(
+                    report, settings, at=started, git_sha=git_info(cwd)["git_sha"]
+                )
                 happened.append(Event(eval_id, "quarantined", f"newly unstable: {report.reason}"))
         return happened
 
@@ -94,9 +101,16 @@ def nightly(
     final = [_with_nightly_status(reports[spec.id], events) for spec in targets]
     summary = summarise(final, complete).model_copy(update={"exit_code": EXIT_OK})
     artefact = Artefact(
-        run=RunInfo(mode="nightly", base_seed=seed, started_at=started, finished_at=now(),
-                    complete=complete, **git_info(cwd)),
-        summary=summary, evals=final,
+        run=RunInfo(
+            mode="nightly",
+            base_seed=seed,
+            started_at=started,
+            finished_at=now(),
+            complete=complete,
+            **git_info(cwd),
+        ),
+        summary=summary,
+        evals=final,
     )
     report_path = None
     if not options.dry_run:

@@ -110,7 +110,9 @@ def percent(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-def table(reports: Sequence[EvalReport], *, colour: bool | None = None, verbose: bool = False) -> str:
+def table(
+    reports: Sequence[EvalReport], *, colour: bool | None = None, verbose: bool = False
+) -> str:
     """The run as a terminal table: status, eval, median, IQR, k, pass rate, reason."""
     colour = sys.stdout.isatty() if colour is None else colour
     header = ("STATUS", "EVAL", "MEDIAN", "IQR", "K", "PASS", "REASON")
@@ -128,9 +130,11 @@ def table(reports: Sequence[EvalReport], *, colour: bool | None = None, verbose:
         for r in reports
     ]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)) + "  " + header[-1]]
-    for report, row in zip(reports, rows):
-        cells = [cell.ljust(width) for cell, width in zip(row, widths)]
+    lines = [
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)) + "  " + header[-1]
+    ]
+    for report, row in zip(reports, rows, strict=True):
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         if colour:
             cells[0] = click.style(cells[0], fg=_COLOURS[report.status], bold=True)
         lines.append("  ".join(cells) + "  " + row[-1])
@@ -149,12 +153,19 @@ def table(reports: Sequence[EvalReport], *, colour: bool | None = None, verbose:
 
 def summary_line(artefact: Artefact) -> str:
     s = artefact.summary
-    parts = [f"{s.pass_} passed", f"{s.fail} failed", f"{s.quarantine} newly quarantined",
-             f"{s.quarantined} in quarantine", f"{s.error} errored"]
+    parts = [
+        f"{s.pass_} passed",
+        f"{s.fail} failed",
+        f"{s.quarantine} newly quarantined",
+        f"{s.quarantined} in quarantine",
+        f"{s.error} errored",
+    ]
     nonblocking = sum(1 for r in artefact.evals if not r.blocking and r.status is Status.FAIL)
     note = f" (* {nonblocking} non-blocking)" if nonblocking else ""
     state = "" if artefact.run.complete else " -- INTERRUPTED, results incomplete"
-    return f"{', '.join(parts)}{note}; base seed {artefact.run.base_seed}; exit {s.exit_code}{state}"
+    return (
+        f"{', '.join(parts)}{note}; base seed {artefact.run.base_seed}; exit {s.exit_code}{state}"
+    )
 
 
 def show_outcome(outcome: Outcome, *, fmt: str, verbose: bool, registry: str) -> None:
@@ -163,7 +174,9 @@ def show_outcome(outcome: Outcome, *, fmt: str, verbose: bool, registry: str) ->
     if fmt == "json":
         echo(artefact.to_json().rstrip("\n"))  # JSON escapes line breaks: no line can be a command
         return
-    echo_untrusted(table(artefact.evals, verbose=verbose) if artefact.evals else "no evals selected")
+    echo_untrusted(
+        table(artefact.evals, verbose=verbose) if artefact.evals else "no evals selected"
+    )
     echo()
     echo(summary_line(artefact))
     for eval_id in outcome.new_quarantines:
@@ -183,27 +196,37 @@ def status_text(view: StatusView) -> str:
     if not view.quarantined:
         lines.append(f"no eval is quarantined ({view.registry})")
     else:
-        lines.append(f"{len(view.quarantined)} quarantined in {view.registry} "
-                     f"(trend: last {view.trend_days} days)")
+        lines.append(
+            f"{len(view.quarantined)} quarantined in {view.registry} "
+            f"(trend: last {view.trend_days} days)"
+        )
         header = ("EVAL", "AGE", "MEDIAN", "IQR", "STREAK", "TREND", "ISSUE", "OWNER", "REVIEW")
         rows = [
-            (q.id, f"{q.age_days}d", number(q.median), number(q.iqr),
-             f"{q.streak}/{q.release_after}", q.sparkline or "-",
-             q.issue_url or (f"#{q.issue}" if q.issue else "-"),
-             f"@{q.owner}" if q.owner else "-",
-             "OVERDUE" if q.overdue else (f"by {q.review_by:%Y-%m-%d}" if q.review_by else "-"))
+            (
+                q.id,
+                f"{q.age_days}d",
+                number(q.median),
+                number(q.iqr),
+                f"{q.streak}/{q.release_after}",
+                q.sparkline or "-",
+                q.issue_url or (f"#{q.issue}" if q.issue else "-"),
+                f"@{q.owner}" if q.owner else "-",
+                "OVERDUE" if q.overdue else (f"by {q.review_by:%Y-%m-%d}" if q.review_by else "-"),
+            )
             for q in view.quarantined
         ]
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:
-            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         lines.append("")
         for q in view.quarantined:
             gone = "" if q.defined else " [no longer defined: release it]"
             lines.append(f"  {q.id} ({q.source}, since {q.since:%Y-%m-%d}){gone}: {q.reason}")
             if q.drifting:
-                fields = ", ".join(f"{name} {fmt(rate)}" for name, rate in
-                                   sorted(q.drifting.items(), key=lambda item: -item[1])[:5])
+                fields = ", ".join(
+                    f"{name} {fmt(rate)}"
+                    for name, rate in sorted(q.drifting.items(), key=lambda item: -item[1])[:5]
+                )
                 lines.append(f"    drifting fields: {fields}")
     if view.overdue:
         lines.append("")
@@ -224,12 +247,16 @@ def calibration_text(result: Calibration, *, prefix: str, history: str, min_poin
     if prefix:
         lines.append(f"[{prefix.rstrip('.')}]")
     if overall.flakiness is None:
-        lines.append(f"# not enough history for an overall suggestion: {overall.points} probes, "
-                     f"need {min_points}")
+        lines.append(
+            f"# not enough history for an overall suggestion: {overall.points} probes, "
+            f"need {min_points}"
+        )
     else:
-        lines.append(f"flakiness = {overall.flakiness:g}  # would have quarantined "
-                     f"{percent(overall.quarantined_share)} of past probes "
-                     f"(now {overall.current:g}: {percent(overall.current_share)})")
+        lines.append(
+            f"flakiness = {overall.flakiness:g}  # would have quarantined "
+            f"{percent(overall.quarantined_share)} of past probes "
+            f"(now {overall.current:g}: {percent(overall.current_share)})"
+        )
     lines.append("")
     lines.append("# per eval: set `flakiness` in its evals entry or @firewall.eval(flakiness=...)")
     width = max((len(s.eval_id or "") for s in result.evals), default=0)
@@ -238,7 +265,9 @@ def calibration_text(result: Calibration, *, prefix: str, history: str, min_poin
         if s.flakiness is None:
             lines.append(f"# {name}  not enough history: {s.points} probes, need {min_points}")
         else:
-            lines.append(f"# {name}  flakiness = {s.flakiness:g}  # {s.points} probes; would "
-                         f"have quarantined {percent(s.quarantined_share)} "
-                         f"(now {s.current:g}: {percent(s.current_share)})")
+            lines.append(
+                f"# {name}  flakiness = {s.flakiness:g}  # {s.points} probes; would "
+                f"have quarantined {percent(s.quarantined_share)} "
+                f"(now {s.current:g}: {percent(s.current_share)})"
+            )
     return "\n".join(lines)

@@ -24,7 +24,7 @@ from firewall.errors import ArtefactError, UsageError
 from firewall.history import HistoryRow
 from firewall.jsonfile import read_versioned
 from firewall.lifecycle import quarantine_entry
-from firewall.policy import Status, decide
+from firewall.policy import Check, Status, decide
 from firewall.registry import Entry, Registry
 from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.runner import Interrupted, Runner, Task
@@ -90,17 +90,24 @@ def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> list[Task]:
 
 
 def probe(
-    tasks: Sequence[Task], *, concurrency: int, cwd: Path,
+    tasks: Sequence[Task],
+    *,
+    concurrency: int,
+    cwd: Path,
     progress: Callable[[Task, TrialRecord], None] | None = None,
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
     """Run the trials; return them grouped by eval id, and whether the run completed."""
     complete = True
     try:
         records = Runner(concurrency=concurrency, cwd=cwd, progress=progress).run(tasks)
-        pairs = list(zip(tasks, records))
+        pairs = list(zip(tasks, records, strict=True))
     except Interrupted as stop:
         complete = False
-        pairs = [(task, record) for task, record in zip(tasks, stop.records) if record is not None]
+        pairs = [
+            (task, record)
+            for task, record in zip(tasks, stop.records, strict=True)
+            if record is not None
+        ]
     grouped: dict[str, list[TrialRecord]] = {}
     for task, record in pairs:
         grouped.setdefault(task.spec.id, []).append(record)
@@ -111,11 +118,24 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
     """Decide one eval from its trials."""
     trials = sorted(trials, key=lambda trial: trial.index)
     if len(trials) < spec.k:
-        return _report(spec, Status.ERROR, f"interrupted after {len(trials)} of {spec.k} trials",
-                       Stats(errors=spec.k - len(trials)), trials, blocking=blocking)
+        return _report(
+            spec,
+            Status.ERROR,
+            f"interrupted after {len(trials)} of {spec.k} trials",
+            Stats(errors=spec.k - len(trials)),
+            trials,
+            blocking=blocking,
+        )
     decision = decide(spec, trials)
-    report = _report(spec, decision.status, decision.reason, decision.stats, trials,
-                     checks=list(decision.checks), blocking=blocking)
+    report = _report(
+        spec,
+        decision.status,
+        decision.reason,
+        decision.stats,
+        trials,
+        checks=list(decision.checks),
+        blocking=blocking,
+    )
     return explain(report, pass_score=spec.pass_score)
 
 
@@ -123,27 +143,51 @@ def explain(report: EvalReport, *, pass_score: float) -> EvalReport:
     """Attach the diagnostics: field drift, flipping cases, and cause hints where unstable."""
     wants_hints = report.status in (Status.QUARANTINE, Status.QUARANTINED, Status.ERROR)
     diagnosis = diagnose(report.trials, pass_score=pass_score, with_hints=wants_hints)
-    return report.model_copy(update={
-        "drift": diagnosis.drift_rates(),
-        "distributions": {d.name: d.distribution for d in diagnosis.drift},
-        "flips": diagnosis.flips,
-        "hints": diagnosis.hints,
-    })
+    return report.model_copy(
+        update={
+            "drift": diagnosis.drift_rates(),
+            "distributions": {d.name: d.distribution for d in diagnosis.drift},
+            "flips": diagnosis.flips,
+            "hints": diagnosis.hints,
+        }
+    )
 
 
 def skipped(spec: EvalSpec, entry: Entry) -> EvalReport:
-    return _report(spec, Status.QUARANTINED,
-                   f"in quarantine since {entry.since:%Y-%m-%d}: {entry.reason}", Stats(), [],
-                   blocking=False)
+    return _report(
+        spec,
+        Status.QUARANTINED,
+        f"in quarantine since {entry.since:%Y-%m-%d}: {entry.reason}",
+        Stats(),
+        [],
+        blocking=False,
+    )
 
 
-def _report(spec: EvalSpec, status: Status, reason: str, stats: Stats, trials: list[TrialRecord],
-            *, checks: list | None = None, blocking: bool | None = None) -> EvalReport:  # type: ignore[type-arg]
+def _report(
+    spec: EvalSpec,
+    status: Status,
+    reason: str,
+    stats: Stats,
+    trials: list[TrialRecord],
+    *,
+    checks: list[Check] | None = None,
+    blocking: bool | None = None,
+) -> EvalReport:
     return EvalReport(
-        id=spec.id, status=status, blocking=spec.blocking if blocking is None else blocking,
-        reason=reason, source=spec.source, k=spec.k, threshold=spec.threshold,
-        flakiness=spec.flakiness, stats=stats, trials=trials, checks=checks or [],
-        tags=list(spec.tags), owner=spec.owner,
+        id=spec.id,
+        status=status,
+        blocking=spec.blocking if blocking is None else blocking,
+        reason=reason,
+        source=spec.source,
+        k=spec.k,
+        threshold=spec.threshold,
+        flakiness=spec.flakiness,
+        stats=stats,
+        trials=trials,
+        checks=checks or [],
+        tags=list(spec.tags),
+        owner=spec.owner,
     )
 
 
@@ -160,9 +204,14 @@ def summarise(reports: Sequence[EvalReport], complete: bool) -> Summary:
         code = EXIT_ERROR
     else:
         code = EXIT_OK
-    return Summary(**{"pass": counts[Status.PASS]}, fail=counts[Status.FAIL],
-                   quarantine=counts[Status.QUARANTINE], quarantined=counts[Status.QUARANTINED],
-                   error=counts[Status.ERROR], exit_code=code)
+    return Summary(
+        **{"pass": counts[Status.PASS]},
+        fail=counts[Status.FAIL],
+        quarantine=counts[Status.QUARANTINE],
+        quarantined=counts[Status.QUARANTINED],
+        error=counts[Status.ERROR],
+        exit_code=code,
+    )
 
 
 class Probed(BaseModel):
@@ -207,16 +256,22 @@ def collect(
     effective = {task.spec.id: task.spec for task in tasks}
     git = git_info(cwd)
     return Probed(
-        base_seed=seed, started_at=started, finished_at=now(), complete=complete,
-        shard=options.shard, git_sha=git["git_sha"], git_ref=git["git_ref"],
+        base_seed=seed,
+        started_at=started,
+        finished_at=now(),
+        complete=complete,
+        shard=options.shard,
+        git_sha=git["git_sha"],
+        git_ref=git["git_ref"],
         specs=[effective.get(spec.id, spec) for spec in chosen],
         trials={spec.id: grouped.get(spec.id, []) for spec in probed},
         skipped=[spec.id for spec in chosen if spec.id not in effective],
     )
 
 
-def conclude(config: LoadedConfig, parts: Sequence[Probed], *, mode: Literal["run", "gate"],
-             cwd: Path) -> Artefact:
+def conclude(
+    config: LoadedConfig, parts: Sequence[Probed], *, mode: Literal["run", "gate"], cwd: Path
+) -> Artefact:
     """The gate stage: decide every eval of the probe parts."""
     quarantined = Registry(cwd / config.settings.registry).read()
     reports = []
@@ -235,10 +290,16 @@ def conclude(config: LoadedConfig, parts: Sequence[Probed], *, mode: Literal["ru
     complete = all(part.complete for part in parts)
     first = parts[0]
     return Artefact(
-        run=RunInfo(mode=mode, base_seed=first.base_seed, started_at=min(p.started_at for p in parts),
-                    finished_at=now() if mode == "gate" else first.finished_at, complete=complete,
-                    shard=first.shard if len(parts) == 1 else None,
-                    git_sha=first.git_sha, git_ref=first.git_ref),
+        run=RunInfo(
+            mode=mode,
+            base_seed=first.base_seed,
+            started_at=min(p.started_at for p in parts),
+            finished_at=now() if mode == "gate" else first.finished_at,
+            complete=complete,
+            shard=first.shard if len(parts) == 1 else None,
+            git_sha=first.git_sha,
+            git_ref=first.git_ref,
+        ),
         summary=summarise(reports, complete),
         evals=reports,
     )
@@ -262,20 +323,27 @@ def gate(config: LoadedConfig, paths: Sequence[Path], options: RunOptions, *, cw
     """`firewall gate`: merge probe parts, decide, and record."""
     parts = [load_part(path) for path in paths]
     seen: dict[str, Path] = {}
-    for path, part in zip(paths, parts):
+    for path, part in zip(paths, parts, strict=True):
         for eval_id in part.trials:
             if eval_id in seen:
-                raise ArtefactError(f"{path}: eval {eval_id!r} was already probed in {seen[eval_id]}; "
-                                    "give each eval to one shard only")
+                raise ArtefactError(
+                    f"{path}: eval {eval_id!r} was already probed in {seen[eval_id]}; "
+                    "give each eval to one shard only"
+                )
             seen[eval_id] = path
     artefact = conclude(config, parts, mode="gate", cwd=cwd)
     return record(config, artefact, options, cwd=cwd)
 
 
 def load_part(path: Path) -> Probed:
-    return read_versioned(path, Probed, what="probe part", version=PART_SCHEMA_VERSION,
-                          kind="firewall-probe-part",
-                          hint=" (write one with `firewall probe --out`)")
+    return read_versioned(
+        path,
+        Probed,
+        what="probe part",
+        version=PART_SCHEMA_VERSION,
+        kind="firewall-probe-part",
+        hint=" (write one with `firewall probe --out`)",
+    )
 
 
 def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd: Path) -> Outcome:
@@ -294,7 +362,8 @@ def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd
             for report in fresh:
                 if report.id not in entries:
                     entries[report.id] = quarantine_entry(
-                        report, settings, at=artefact.run.started_at, git_sha=artefact.run.git_sha)
+                        report, settings, at=artefact.run.started_at, git_sha=artefact.run.git_sha
+                    )
                     added.append(report.id)
     history.append(cwd / settings.history, history_rows(artefact))
     return Outcome(artefact, added, report_path)
@@ -307,14 +376,23 @@ def history_rows(artefact: Artefact) -> list[HistoryRow]:
         if report.status is Status.QUARANTINED and not report.trials:
             continue
         scored = [t for t in report.trials if t.error is None]
-        rows.append(HistoryRow(
-            eval_id=report.id, run_id=run_id, mode=artefact.run.mode, status=report.status.value,
-            k=report.k, median=report.stats.median, iqr=report.stats.iqr,
-            pass_rate=report.stats.pass_rate, drift=report.drift,
-            model_ids=sorted({t.model_id for t in scored if t.model_id}),
-            prompt_versions=sorted({t.prompt_version for t in scored if t.prompt_version}),
-            git_sha=artefact.run.git_sha, build_ts=artefact.run.started_at,
-        ))
+        rows.append(
+            HistoryRow(
+                eval_id=report.id,
+                run_id=run_id,
+                mode=artefact.run.mode,
+                status=report.status.value,
+                k=report.k,
+                median=report.stats.median,
+                iqr=report.stats.iqr,
+                pass_rate=report.stats.pass_rate,
+                drift=report.drift,
+                model_ids=sorted({t.model_id for t in scored if t.model_id}),
+                prompt_versions=sorted({t.prompt_version for t in scored if t.prompt_version}),
+                git_sha=artefact.run.git_sha,
+                build_ts=artefact.run.started_at,
+            )
+        )
     return rows
 
 
@@ -326,8 +404,9 @@ def git_info(cwd: Path) -> dict[str, str | None]:
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=10, check=False)
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout.strip() or None if proc.returncode == 0 else None

@@ -88,25 +88,40 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
 
     # 1. error: the probe could not measure enough.
     errored = [trial for trial in trials if trial.error is not None]
-    checks.append(Check(name="errors", ok=len(errored) <= spec.max_errors,
-                        actual=str(len(errored)), allowed=f"<= {spec.max_errors}"))
+    checks.append(
+        Check(
+            name="errors",
+            ok=len(errored) <= spec.max_errors,
+            actual=str(len(errored)),
+            allowed=f"<= {spec.max_errors}",
+        )
+    )
     if len(errored) > spec.max_errors or stats.median is None:
         first = errored[0] if errored else None
         detail = f"; trial {first.index} (seed {first.seed}): {first.error}" if first else ""
-        return verdict(Status.ERROR, f"{len(errored)} of {k} trials errored "
-                       f"(max_errors {spec.max_errors}){detail}")
+        return verdict(
+            Status.ERROR,
+            f"{len(errored)} of {k} trials errored (max_errors {spec.max_errors}){detail}",
+        )
     for budget, (metric, _, _) in _BUDGET_METRICS.items():
         if getattr(spec.budgets, budget) is not None and getattr(stats, budget) is None:
-            return verdict(Status.ERROR, f"budget {budget} is set but no trial reported "
-                           f"metrics.{metric}")
+            return verdict(
+                Status.ERROR, f"budget {budget} is set but no trial reported metrics.{metric}"
+            )
 
     # 2. a broken hard invariant is never averaged away.
     for trial in trials:
         if trial.violations:
-            checks.append(Check(name="violations", ok=False, actual=", ".join(trial.violations),
-                                allowed="none"))
-            return verdict(Status.FAIL, f"violation {', '.join(trial.violations)} in trial "
-                           f"{trial.index} (seed {trial.seed})")
+            checks.append(
+                Check(
+                    name="violations", ok=False, actual=", ".join(trial.violations), allowed="none"
+                )
+            )
+            return verdict(
+                Status.FAIL,
+                f"violation {', '.join(trial.violations)} in trial "
+                f"{trial.index} (seed {trial.seed})",
+            )
     checks.append(Check(name="violations", ok=True, actual="0", allowed="0"))
 
     assert stats.median is not None and stats.iqr is not None and stats.q1 is not None
@@ -116,42 +131,70 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     # 3. instability, unless the eval is judged on its pass rate.
     if spec.min_pass_rate is None:
         stable = stats.iqr <= spec.flakiness + EPSILON
-        checks.append(Check(name="iqr", ok=stable, actual=fmt(stats.iqr),
-                            allowed=f"<= {fmt(spec.flakiness)}"))
+        checks.append(
+            Check(name="iqr", ok=stable, actual=fmt(stats.iqr), allowed=f"<= {fmt(spec.flakiness)}")
+        )
         if not stable:
-            return verdict(Status.QUARANTINE, f"iqr {fmt(stats.iqr)} > flakiness "
-                           f"{fmt(spec.flakiness)} (median {fmt(stats.median)}, k={k})")
+            return verdict(
+                Status.QUARANTINE,
+                f"iqr {fmt(stats.iqr)} > flakiness "
+                f"{fmt(spec.flakiness)} (median {fmt(stats.median)}, k={k})",
+            )
         if spec.outlier_fence > 0:
             fence = stats.q1 - spec.outlier_fence * max(stats.iqr, spec.flakiness)
             held = stats.min >= fence - EPSILON
-            checks.append(Check(name="collapse fence", ok=held, actual=f"min {fmt(stats.min)}",
-                                allowed=f">= {fmt(fence)}"))
+            checks.append(
+                Check(
+                    name="collapse fence",
+                    ok=held,
+                    actual=f"min {fmt(stats.min)}",
+                    allowed=f">= {fmt(fence)}",
+                )
+            )
             if not held:
                 low = min((t for t in trials if t.score is not None), key=lambda t: t.score or 0.0)
-                return verdict(Status.QUARANTINE, f"trial {low.index} (seed {low.seed}) collapsed "
-                               f"to {fmt(stats.min)}, below the fence {fmt(fence)} = q1 "
-                               f"{fmt(stats.q1)} - {fmt(spec.outlier_fence)} x "
-                               f"{fmt(max(stats.iqr, spec.flakiness))} {numbers}")
+                return verdict(
+                    Status.QUARANTINE,
+                    f"trial {low.index} (seed {low.seed}) collapsed "
+                    f"to {fmt(stats.min)}, below the fence {fmt(fence)} = q1 "
+                    f"{fmt(stats.q1)} - {fmt(spec.outlier_fence)} x "
+                    f"{fmt(max(stats.iqr, spec.flakiness))} {numbers}",
+                )
 
     # 4. stable and below the bar: a regression.
     reached = stats.median >= spec.threshold - EPSILON
-    checks.append(Check(name="median", ok=reached, actual=fmt(stats.median),
-                        allowed=f">= {fmt(spec.threshold)}"))
+    checks.append(
+        Check(
+            name="median", ok=reached, actual=fmt(stats.median), allowed=f">= {fmt(spec.threshold)}"
+        )
+    )
     if not reached:
-        return verdict(Status.FAIL, f"median {fmt(stats.median)} < threshold "
-                       f"{fmt(spec.threshold)} (iqr {fmt(stats.iqr)}, k={k})")
+        return verdict(
+            Status.FAIL,
+            f"median {fmt(stats.median)} < threshold "
+            f"{fmt(spec.threshold)} (iqr {fmt(stats.iqr)}, k={k})",
+        )
 
     # 5. the pass-rate gate, on the Wilson lower bound.
     if spec.min_pass_rate is not None:
         assert stats.wilson_low is not None and stats.pass_rate is not None
         held = stats.wilson_low >= spec.min_pass_rate - EPSILON
-        checks.append(Check(name="wilson lower bound", ok=held, actual=fmt(stats.wilson_low),
-                            allowed=f">= {fmt(spec.min_pass_rate)}"))
+        checks.append(
+            Check(
+                name="wilson lower bound",
+                ok=held,
+                actual=fmt(stats.wilson_low),
+                allowed=f">= {fmt(spec.min_pass_rate)}",
+            )
+        )
         if not held:
             passes = round(stats.pass_rate * (k - stats.errors))
-            return verdict(Status.FAIL, f"pass rate {passes}/{k - stats.errors}: wilson lower "
-                           f"bound {fmt(stats.wilson_low)} < min_pass_rate "
-                           f"{fmt(spec.min_pass_rate)} at {fmt(spec.confidence)} confidence")
+            return verdict(
+                Status.FAIL,
+                f"pass rate {passes}/{k - stats.errors}: wilson lower "
+                f"bound {fmt(stats.wilson_low)} < min_pass_rate "
+                f"{fmt(spec.min_pass_rate)} at {fmt(spec.confidence)} confidence",
+            )
 
     # 6. budgets.
     for budget, (_, label, unit) in _BUDGET_METRICS.items():
@@ -160,13 +203,19 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
             continue
         actual = getattr(stats, budget)
         held = actual <= limit + EPSILON
-        checks.append(Check(name=label, ok=held, actual=f"{fmt(actual)}{unit}",
-                            allowed=f"<= {fmt(limit)}{unit}"))
+        checks.append(
+            Check(
+                name=label, ok=held, actual=f"{fmt(actual)}{unit}", allowed=f"<= {fmt(limit)}{unit}"
+            )
+        )
         if not held:
             return verdict(Status.FAIL, f"{label} {fmt(actual)}{unit} > budget {fmt(limit)}{unit}")
 
-    return verdict(Status.PASS, f"median {fmt(stats.median)} >= threshold "
-                   f"{fmt(spec.threshold)} (iqr {fmt(stats.iqr)}, k={k})")
+    return verdict(
+        Status.PASS,
+        f"median {fmt(stats.median)} >= threshold "
+        f"{fmt(spec.threshold)} (iqr {fmt(stats.iqr)}, k={k})",
+    )
 
 
 def fmt(value: float) -> str:

@@ -71,14 +71,16 @@ class Registry:
             data = json.loads(text)
         except ValueError as exc:
             raise RegistryError(
-                f"{self.path}: the quarantine registry is not valid JSON ({exc}); fix or restore it "
+                f"{self.path}: the quarantine registry is not valid JSON ({exc}); "
+                "fix or restore it "
                 f"(e.g. `git checkout -- {self.path}`); it was left untouched"
             ) from None
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SCHEMA_VERSION:
             raise RegistryError(
                 f"{self.path}: unknown schema_version {version!r} (this firewall reads version "
-                f"{SCHEMA_VERSION}); upgrade flakiness-firewall or restore the file; it was left untouched"
+                f"{SCHEMA_VERSION}); upgrade flakiness-firewall or restore the file; "
+                "it was left untouched"
             )
         try:
             return dict(RegistryFile.model_validate(data).evals)
@@ -87,7 +89,8 @@ class Registry:
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
             )
             raise RegistryError(
-                f"{self.path}: the quarantine registry is malformed: {problems}; it was left untouched"
+                f"{self.path}: the quarantine registry is malformed: {problems}; "
+                "it was left untouched"
             ) from None
 
     @contextlib.contextmanager

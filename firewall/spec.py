@@ -56,7 +56,9 @@ class EvalSpec(BaseModel):
             k=settings.k if entry.k is None else entry.k,
             threshold=threshold,
             flakiness=settings.flakiness if entry.flakiness is None else entry.flakiness,
-            outlier_fence=settings.outlier_fence if entry.outlier_fence is None else entry.outlier_fence,
+            outlier_fence=settings.outlier_fence
+            if entry.outlier_fence is None
+            else entry.outlier_fence,
             timeout=settings.timeout if entry.timeout is None else entry.timeout,
             max_errors=settings.max_errors if entry.max_errors is None else entry.max_errors,
             min_pass_rate=entry.min_pass_rate,
@@ -68,4 +70,3 @@ class EvalSpec(BaseModel):
             owner=entry.owner.lstrip("@") if entry.owner else None,
             source=source,
         )
-

@@ -101,7 +101,7 @@ def cohen_kappa(rater_a: Sequence[Hashable], rater_b: Sequence[Hashable]) -> flo
     n = len(rater_a)
     if n == 0:
         return None
-    observed = sum(a == b for a, b in zip(rater_a, rater_b)) / n
+    observed = sum(a == b for a, b in zip(rater_a, rater_b, strict=True)) / n
     counts_a, counts_b = Counter(rater_a), Counter(rater_b)
     expected = sum(counts_a[label] * counts_b[label] for label in counts_a) / (n * n)
     if abs(1 - expected) < EPSILON:
@@ -125,7 +125,11 @@ def summarize(
         array = np.asarray(scores, dtype=float)
         q1, median, q3 = quartiles(array)  # type: ignore[arg-type]
         stats.median, stats.q1, stats.q3, stats.iqr = median, q1, q3, q3 - q1
-        stats.mean, stats.min, stats.max = float(array.mean()), float(array.min()), float(array.max())
+        stats.mean, stats.min, stats.max = (
+            float(array.mean()),
+            float(array.min()),
+            float(array.max()),
+        )
     if passes:
         successes = sum(passes)
         stats.pass_rate = successes / len(passes)

@@ -22,5 +22,7 @@ def _aware(moment: dt.datetime) -> dt.datetime:
     return moment.astimezone(dt.timezone.utc)
 
 
-Timestamp = Annotated[dt.datetime, AfterValidator(_aware), PlainSerializer(to_text, return_type=str)]
+Timestamp = Annotated[
+    dt.datetime, AfterValidator(_aware), PlainSerializer(to_text, return_type=str)
+]
 """A timezone-aware UTC datetime, written as ``2026-11-29T21:05:00Z``."""

@@ -89,32 +89,70 @@ def build(
         drift = row.get("drift")
         if isinstance(drift, dict) and row.get("median") is not None:
             drifting[row["eval_id"]] = {
-                name: float(rate) for name, rate in drift.items()
+                name: float(rate)
+                for name, rate in drift.items()
                 if isinstance(rate, (int, float)) and rate > 0
             }
     views = [
-        _view(eval_id, entry, trends[eval_id], at=at, release_after=release_after,
-              defined=eval_id in defined, drifting=drifting.get(eval_id, {}))
+        _view(
+            eval_id,
+            entry,
+            trends[eval_id],
+            at=at,
+            release_after=release_after,
+            defined=eval_id in defined,
+            drifting=drifting.get(eval_id, {}),
+        )
         for eval_id, entry in sorted(entries.items(), key=lambda item: (item[1].since, item[0]))
     ]
     last_run = None
     if latest:
         first = latest[0]
-        last_run = LastRun(run_id=str(first.get("run_id")), mode=str(first.get("mode")),
-                           build_ts=str(first.get("build_ts")),
-                           counts=dict(Counter(str(row.get("status")) for row in latest)))
-    return StatusView(generated_at=at, registry=registry, trend_days=days, quarantined=views,
-                      overdue=[view.id for view in views if view.overdue], last_run=last_run)
+        last_run = LastRun(
+            run_id=str(first.get("run_id")),
+            mode=str(first.get("mode")),
+            build_ts=str(first.get("build_ts")),
+            counts=dict(Counter(str(row.get("status")) for row in latest)),
+        )
+    return StatusView(
+        generated_at=at,
+        registry=registry,
+        trend_days=days,
+        quarantined=views,
+        overdue=[view.id for view in views if view.overdue],
+        last_run=last_run,
+    )
 
 
-def _view(eval_id: str, entry: Entry, trend: list[float | None], *, at: dt.datetime,
-          release_after: int, defined: bool, drifting: dict[str, float]) -> QuarantineView:
+def _view(
+    eval_id: str,
+    entry: Entry,
+    trend: list[float | None],
+    *,
+    at: dt.datetime,
+    release_after: int,
+    defined: bool,
+    drifting: dict[str, float],
+) -> QuarantineView:
     return QuarantineView(
-        id=eval_id, source=entry.source, since=entry.since, age_days=(at - entry.since).days,
-        reason=entry.reason, median=entry.median, iqr=entry.iqr, streak=entry.stable_streak,
-        release_after=release_after, trend=trend, sparkline=sparkline(trend),
-        issue=entry.issue, issue_url=issue_url(entry.issue), review_by=entry.review_by,
-        overdue=entry.overdue(at), owner=entry.owner, defined=defined, drifting=drifting,
+        id=eval_id,
+        source=entry.source,
+        since=entry.since,
+        age_days=(at - entry.since).days,
+        reason=entry.reason,
+        median=entry.median,
+        iqr=entry.iqr,
+        streak=entry.stable_streak,
+        release_after=release_after,
+        trend=trend,
+        sparkline=sparkline(trend),
+        issue=entry.issue,
+        issue_url=issue_url(entry.issue),
+        review_by=entry.review_by,
+        overdue=entry.overdue(at),
+        owner=entry.owner,
+        defined=defined,
+        drifting=drifting,
     )
 
 
@@ -126,8 +164,9 @@ def issue_url(number: int | None) -> str | None:
     return f"{server}/{repository}/issues/{number}"
 
 
-def trends(rows: Iterable[dict[str, Any]], ids: Iterable[str], *, at: dt.datetime,
-           days: int = 14) -> dict[str, str]:
+def trends(
+    rows: Iterable[dict[str, Any]], ids: Iterable[str], *, at: dt.datetime, days: int = 14
+) -> dict[str, str]:
     """A sparkline of each eval's median over the last ``days``, for the job summary."""
     window_start = to_text(at - dt.timedelta(days=days))
     series: dict[str, list[float | None]] = {eval_id: [] for eval_id in ids}

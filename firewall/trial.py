@@ -79,13 +79,24 @@ def record_from_payload(
         if (type(score) is float or type(score) is int) and 0 <= score <= 1:
             score = float(score)
             return TrialRecord(
-                index=index, seed=seed, score=score, passed=score >= pass_score - 1e-9,
-                duration_s=duration_s, in_flight=in_flight, violations=[], metrics={},
-                fields={}, items={}, model_id=None, prompt_version=None,
+                index=index,
+                seed=seed,
+                score=score,
+                passed=score >= pass_score - 1e-9,
+                duration_s=duration_s,
+                in_flight=in_flight,
+                violations=[],
+                metrics={},
+                fields={},
+                items={},
+                model_id=None,
+                prompt_version=None,
             )
+
     def failed(error: str) -> TrialRecord:
-        return error_record(index=index, seed=seed, error=error, duration_s=duration_s,
-                            in_flight=in_flight)
+        return error_record(
+            index=index, seed=seed, error=error, duration_s=duration_s, in_flight=in_flight
+        )
 
     if not isinstance(payload, dict):
         return failed(f"result must be a JSON object, got {_kind(payload)}")
@@ -120,7 +131,9 @@ def _with_attribution(record: TrialRecord, result: TrialPayload) -> TrialRecord:
     return record
 
 
-def error_record(*, index: int, seed: int, error: str, duration_s: float, in_flight: int) -> TrialRecord:
+def error_record(
+    *, index: int, seed: int, error: str, duration_s: float, in_flight: int
+) -> TrialRecord:
     return TrialRecord(
         index=index, seed=seed, error=error, duration_s=duration_s, in_flight=in_flight
     )
@@ -156,7 +169,8 @@ def _kind(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__
+        type(value),
+        f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__,
     )
 
 

@@ -29,8 +29,17 @@ from types import TracebackType
 from typing import Any
 
 JSON = dict[str, Any]
-FAILURE_MODES = ("500", "502", "503", "401", "rate-limit", "secondary-rate-limit", "read-only",
-                 "422", "slow")
+FAILURE_MODES = (
+    "500",
+    "502",
+    "503",
+    "401",
+    "rate-limit",
+    "secondary-rate-limit",
+    "read-only",
+    "422",
+    "slow",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,9 +60,11 @@ class Failure:
     delay: float
 
     def matches(self, method: str, path: str) -> bool:
-        return ((self.method is None or self.method == method)
-                and (self.path is None or re.search(self.path, path) is not None)
-                and (self.times is None or self.times > 0))
+        return (
+            (self.method is None or self.method == method)
+            and (self.path is None or re.search(self.path, path) is not None)
+            and (self.times is None or self.times > 0)
+        )
 
 
 @dataclasses.dataclass
@@ -79,9 +90,15 @@ class Reply:
 class GitHubStandIn:
     """Start with ``with``; ``url`` is the API base URL to hand to the client."""
 
-    def __init__(self, *, owner: str = "acme", name: str = "widgets", prefix: str = "/api/v3",
-                 token: str = "ghs_standin_secret_token_0123456789",
-                 assignable: Iterable[str] = ("alice",)) -> None:
+    def __init__(
+        self,
+        *,
+        owner: str = "acme",
+        name: str = "widgets",
+        prefix: str = "/api/v3",
+        token: str = "ghs_standin_secret_token_0123456789",
+        assignable: Iterable[str] = ("alice",),
+    ) -> None:
         self.owner, self.name, self.prefix, self.token = owner, name, prefix.rstrip("/"), token
         self.assignable = {login.lower() for login in assignable}
         self.issues: dict[int, StoredIssue] = {}
@@ -92,8 +109,9 @@ class GitHubStandIn:
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def port(self) -> int:
@@ -111,8 +129,12 @@ class GitHubStandIn:
         self._thread.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._stopping.set()  # ends any slow answer at once
         self._server.shutdown()
         self._server.server_close()
@@ -120,8 +142,15 @@ class GitHubStandIn:
 
     # --- what a test sets up and looks at
 
-    def fail(self, mode: str, *, method: str | None = None, path: str | None = None,
-             times: int | None = None, delay: float = 3.0) -> None:
+    def fail(
+        self,
+        mode: str,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        times: int | None = None,
+        delay: float = 3.0,
+    ) -> None:
         """Answer matching requests with ``mode`` (see FAILURE_MODES) ``times`` times."""
         assert mode in FAILURE_MODES, mode
         with self._lock:
@@ -131,8 +160,15 @@ class GitHubStandIn:
         with self._lock:
             self.failures.clear()
 
-    def add_issue(self, title: str, body: str, labels: Iterable[str] = (), *,
-                  state: str = "open", pull: bool = False) -> int:
+    def add_issue(
+        self,
+        title: str,
+        body: str,
+        labels: Iterable[str] = (),
+        *,
+        state: str = "open",
+        pull: bool = False,
+    ) -> int:
         with self._lock:
             issue = self._new_issue(title, body, list(labels), pull=pull)
             issue.state = state
@@ -143,8 +179,12 @@ class GitHubStandIn:
 
     def calls(self, method: str | None = None, path: str = "") -> list[Recorded]:
         """Recorded requests with this method whose path (after the prefix) matches a regex."""
-        return [r for r in self.requests if (method is None or r.method == method)
-                and re.search(path, r.path.removeprefix(self.prefix))]
+        return [
+            r
+            for r in self.requests
+            if (method is None or r.method == method)
+            and re.search(path, r.path.removeprefix(self.prefix))
+        ]
 
     # --- the API
 
@@ -159,7 +199,7 @@ class GitHubStandIn:
                 failure.times -= 1
         if not parsed.path.startswith(self.prefix + "/"):
             return _not_found()
-        path = parsed.path[len(self.prefix):]
+        path = parsed.path[len(self.prefix) :]
         if failure is not None and failure.mode != "slow":
             return _failure(failure.mode)
         if headers.get("Authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
@@ -174,7 +214,7 @@ class GitHubStandIn:
         repo = f"/repos/{self.owner}/{self.name}"
         if not (path == repo or path.startswith(repo + "/")):
             return _not_found()
-        rest = path[len(repo):]
+        rest = path[len(repo) :]
         if rest == "" and method == "GET":
             return Reply(200, self._repo_json())
         if rest == "/issues" and method == "GET":
@@ -221,19 +261,24 @@ class GitHubStandIn:
     def _list_issues(self, path: str, query: dict[str, list[str]]) -> Reply:
         state = query.get("state", ["open"])[0]
         wanted = [n.lower() for n in query.get("labels", [""])[0].split(",") if n]
-        found = [issue for issue in sorted(self.issues.values(), key=lambda i: -i.number)
-                 if state in ("all", issue.state)
-                 and all(n in [label.lower() for label in issue.labels] for n in wanted)]
+        found = [
+            issue
+            for issue in sorted(self.issues.values(), key=lambda i: -i.number)
+            if state in ("all", issue.state)
+            and all(n in [label.lower() for label in issue.labels] for n in wanted)
+        ]
         per_page = int(query.get("per_page", ["30"])[0])
         page = int(query.get("page", ["1"])[0])
         last = max(1, -(-len(found) // per_page))
         headers = {}
         if page < last:
+
             def link(number: int) -> str:
                 params = {k: v[0] for k, v in query.items()} | {"page": str(number)}
                 return f"<{self._base()}{path}?{urllib.parse.urlencode(params)}>"
+
             headers["Link"] = f'{link(page + 1)}; rel="next", {link(last)}; rel="last"'
-        chosen = found[(page - 1) * per_page: page * per_page]
+        chosen = found[(page - 1) * per_page : page * per_page]
         return Reply(200, [self._issue_json(issue) for issue in chosen], headers)
 
     def _create_issue(self, body: JSON) -> Reply:
@@ -248,14 +293,22 @@ class GitHubStandIn:
 
     def _create_label(self, body: JSON) -> Reply:
         if body["name"] in self.labels:
-            return Reply(422, {"message": "Validation Failed", "errors": [
-                {"resource": "Label", "code": "already_exists", "field": "name"}]})
-        self.labels[body["name"]] = {"color": body.get("color", "ededed"),
-                                     "description": body.get("description")}
+            return Reply(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [{"resource": "Label", "code": "already_exists", "field": "name"}],
+                },
+            )
+        self.labels[body["name"]] = {
+            "color": body.get("color", "ededed"),
+            "description": body.get("description"),
+        }
         return Reply(201, self._label_json(body["name"]))
 
-    def _new_issue(self, title: str, body: str, labels: list[str], *,
-                   pull: bool = False) -> StoredIssue:
+    def _new_issue(
+        self, title: str, body: str, labels: list[str], *, pull: bool = False
+    ) -> StoredIssue:
         number = max(self.issues, default=0) + 1
         self.issues[number] = StoredIssue(number, title, body, labels, pull=pull)
         return self.issues[number]
@@ -266,33 +319,52 @@ class GitHubStandIn:
         return self.url
 
     def _repo_json(self) -> JSON:
-        return {"id": 1, "node_id": "R_1", "name": self.name, "full_name": self.repository,
-                "owner": _user_json(self.owner, self._base()), "private": False,
-                "url": f"{self._base()}/repos/{self.repository}", "has_issues": True,
-                "html_url": f"http://127.0.0.1:{self.port}/{self.repository}"}
+        return {
+            "id": 1,
+            "node_id": "R_1",
+            "name": self.name,
+            "full_name": self.repository,
+            "owner": _user_json(self.owner, self._base()),
+            "private": False,
+            "url": f"{self._base()}/repos/{self.repository}",
+            "has_issues": True,
+            "html_url": f"http://127.0.0.1:{self.port}/{self.repository}",
+        }
 
     def _label_json(self, name: str) -> JSON:
         label = self.labels[name]
-        return {"id": zlib.crc32(name.encode()), "name": name, "color": label["color"],
-                "description": label["description"], "default": False,
-                "url": f"{self._base()}/repos/{self.repository}/labels/"
-                       f"{urllib.parse.quote(name)}"}
+        return {
+            "id": zlib.crc32(name.encode()),
+            "name": name,
+            "color": label["color"],
+            "description": label["description"],
+            "default": False,
+            "url": f"{self._base()}/repos/{self.repository}/labels/{urllib.parse.quote(name)}",
+        }
 
     def _issue_json(self, issue: StoredIssue) -> JSON:
         url = f"{self._base()}/repos/{self.repository}/issues/{issue.number}"
         kind = "pull" if issue.pull else "issues"
         data: JSON = {
-            "id": 1000 + issue.number, "node_id": f"I_{issue.number}", "number": issue.number,
-            "title": issue.title, "body": issue.body, "state": issue.state,
-            "state_reason": issue.state_reason, "locked": False,
+            "id": 1000 + issue.number,
+            "node_id": f"I_{issue.number}",
+            "number": issue.number,
+            "title": issue.title,
+            "body": issue.body,
+            "state": issue.state,
+            "state_reason": issue.state_reason,
+            "locked": False,
             "labels": [self._label_json(name) for name in issue.labels if name in self.labels],
             "assignees": [_user_json(login, self._base()) for login in issue.assignees],
-            "assignee": (_user_json(issue.assignees[0], self._base()) if issue.assignees
-                         else None),
-            "url": url, "comments_url": f"{url}/comments", "comments": len(issue.comments),
+            "assignee": (_user_json(issue.assignees[0], self._base()) if issue.assignees else None),
+            "url": url,
+            "comments_url": f"{url}/comments",
+            "comments": len(issue.comments),
             "html_url": f"http://127.0.0.1:{self.port}/{self.repository}/{kind}/{issue.number}",
             "user": _user_json("github-actions[bot]", self._base()),
-            "created_at": _now(), "updated_at": _now(), "closed_at": None,
+            "created_at": _now(),
+            "updated_at": _now(),
+            "closed_at": None,
         }
         if issue.pull:
             data["pull_request"] = {"url": url.replace("/issues/", "/pulls/")}
@@ -300,18 +372,27 @@ class GitHubStandIn:
 
     def _comment_json(self, issue: StoredIssue, index: int) -> JSON:
         issue_url = f"{self._base()}/repos/{self.repository}/issues/{issue.number}"
-        return {"id": issue.number * 1000 + index, "body": issue.comments[index - 1],
-                "url": f"{self._base()}/repos/{self.repository}/issues/comments/"
-                       f"{issue.number * 1000 + index}",
-                "html_url": f"http://127.0.0.1:{self.port}/{self.repository}/issues/"
-                            f"{issue.number}#issuecomment-{issue.number * 1000 + index}",
-                "issue_url": issue_url, "user": _user_json("github-actions[bot]", self._base()),
-                "created_at": _now(), "updated_at": _now()}
+        return {
+            "id": issue.number * 1000 + index,
+            "body": issue.comments[index - 1],
+            "url": f"{self._base()}/repos/{self.repository}/issues/comments/"
+            f"{issue.number * 1000 + index}",
+            "html_url": f"http://127.0.0.1:{self.port}/{self.repository}/issues/"
+            f"{issue.number}#issuecomment-{issue.number * 1000 + index}",
+            "issue_url": issue_url,
+            "user": _user_json("github-actions[bot]", self._base()),
+            "created_at": _now(),
+            "updated_at": _now(),
+        }
 
 
 def _user_json(login: str, base: str) -> JSON:
-    return {"login": login, "id": zlib.crc32(login.encode()), "type": "User",
-            "url": f"{base}/users/{login}"}
+    return {
+        "login": login,
+        "id": zlib.crc32(login.encode()),
+        "type": "User",
+        "url": f"{base}/users/{login}",
+    }
 
 
 def _now() -> str:
@@ -319,8 +400,7 @@ def _now() -> str:
 
 
 def _not_found() -> Reply:
-    return Reply(404, {"message": "Not Found",
-                       "documentation_url": "https://docs.github.com/rest"})
+    return Reply(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
 
 
 def _failure(mode: str) -> Reply:
@@ -328,24 +408,45 @@ def _failure(mode: str) -> Reply:
     if mode in ("500", "503"):
         return Reply(int(mode), {"message": "Server Error", **docs})
     if mode == "502":  # GitHub's load balancer answers in HTML, not JSON
-        return Reply(502, "<html><body><h1>502 Bad Gateway</h1></body></html>",
-                     {"Content-Type": "text/html"})
+        return Reply(
+            502, "<html><body><h1>502 Bad Gateway</h1></body></html>", {"Content-Type": "text/html"}
+        )
     if mode == "401":
         return Reply(401, {"message": "Bad credentials", **docs})
     if mode == "rate-limit":
         reset = int(time.time()) + 3 * 3600
-        return Reply(403, {"message": "API rate limit exceeded for installation ID 4242.", **docs},
-                     {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0",
-                      "X-RateLimit-Used": "5000", "X-RateLimit-Reset": str(reset),
-                      "X-RateLimit-Resource": "core"})
+        return Reply(
+            403,
+            {"message": "API rate limit exceeded for installation ID 4242.", **docs},
+            {
+                "X-RateLimit-Limit": "5000",
+                "X-RateLimit-Remaining": "0",
+                "X-RateLimit-Used": "5000",
+                "X-RateLimit-Reset": str(reset),
+                "X-RateLimit-Resource": "core",
+            },
+        )
     if mode == "secondary-rate-limit":
-        return Reply(403, {"message": "You have exceeded a secondary rate limit. Please wait a "
-                           "few minutes before you try again.", **docs}, {"Retry-After": "3600"})
+        return Reply(
+            403,
+            {
+                "message": "You have exceeded a secondary rate limit. Please wait a "
+                "few minutes before you try again.",
+                **docs,
+            },
+            {"Retry-After": "3600"},
+        )
     if mode == "read-only":
         return Reply(403, {"message": "Resource not accessible by integration", **docs})
     if mode == "422":
-        return Reply(422, {"message": "Validation Failed", "errors": [
-            {"resource": "Issue", "code": "invalid", "field": "assignees"}], **docs})
+        return Reply(
+            422,
+            {
+                "message": "Validation Failed",
+                "errors": [{"resource": "Issue", "code": "invalid", "field": "assignees"}],
+                **docs,
+            },
+        )
     raise AssertionError(mode)
 
 
@@ -356,8 +457,9 @@ def _handler_for(hub: GitHubStandIn) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             body = json.loads(raw) if raw else None
             reply = hub.handle(self.command, self.path, dict(self.headers.items()), body)
-            payload = (reply.body if isinstance(reply.body, str)
-                       else json.dumps(reply.body)).encode()
+            payload = (
+                reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+            ).encode()
             try:
                 self.send_response(reply.status)
                 headers = {"Content-Type": "application/json; charset=utf-8", **reply.headers}

@@ -38,8 +38,14 @@ def test_stable_passing_eval_exits_zero(project: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output and "good" in result.output
     artefact = report(project)
-    assert artefact["summary"] == {"pass": 1, "fail": 0, "quarantine": 0, "quarantined": 0,
-                                   "error": 0, "exit_code": 0}
+    assert artefact["summary"] == {
+        "pass": 1,
+        "fail": 0,
+        "quarantine": 0,
+        "quarantined": 0,
+        "error": 0,
+        "exit_code": 0,
+    }
     assert artefact["run"]["complete"] is True
 
 
@@ -53,7 +59,7 @@ def test_blocking_regression_exits_one_and_non_blocking_does_not(project: Path) 
 
 
 def test_blocking_error_exits_three(project: Path) -> None:
-    write_config(project, command_eval("outage", "echo '{\"error\": \"judge returned 503\"}'"))
+    write_config(project, command_eval("outage", 'echo \'{"error": "judge returned 503"}\''))
     result = invoke("run")
     assert result.exit_code == 3
     evaluation = report(project)["evals"][0]
@@ -62,8 +68,9 @@ def test_blocking_error_exits_three(project: Path) -> None:
 
 
 def test_fail_wins_over_error_for_the_exit_code(project: Path) -> None:
-    write_config(project, command_eval("low", CONSTANT.format(score=0.5))
-                 + command_eval("outage", "exit 9"))
+    write_config(
+        project, command_eval("low", CONSTANT.format(score=0.5)) + command_eval("outage", "exit 9")
+    )
     assert invoke("run").exit_code == 1
 
 
@@ -97,25 +104,68 @@ def test_artefact_has_the_contract_shape(project: Path) -> None:
     artefact = report(project)
     assert set(artefact) == {"schema_version", "tool", "run", "summary", "evals"}
     assert artefact["tool"]["name"] == "flakiness-firewall"
-    assert set(artefact["run"]) == {"mode", "base_seed", "started_at", "finished_at", "git_sha",
-                                    "git_ref", "complete", "shard"}
+    assert set(artefact["run"]) == {
+        "mode",
+        "base_seed",
+        "started_at",
+        "finished_at",
+        "git_sha",
+        "git_ref",
+        "complete",
+        "shard",
+    }
     assert artefact["run"]["started_at"].endswith("Z") and artefact["run"]["base_seed"] == 7
     evaluation = artefact["evals"][0]
-    assert {"id", "status", "blocking", "reason", "source", "k", "threshold", "flakiness",
-            "stats", "trials"} <= set(evaluation)
+    assert {
+        "id",
+        "status",
+        "blocking",
+        "reason",
+        "source",
+        "k",
+        "threshold",
+        "flakiness",
+        "stats",
+        "trials",
+    } <= set(evaluation)
     assert evaluation["source"] == {"file": "firewall.toml", "line": 4}
-    assert {"median", "q1", "q3", "iqr", "mean", "min", "max", "pass_rate", "wilson_low",
-            "wilson_high", "errors"} <= set(evaluation["stats"])
+    assert {
+        "median",
+        "q1",
+        "q3",
+        "iqr",
+        "mean",
+        "min",
+        "max",
+        "pass_rate",
+        "wilson_low",
+        "wilson_high",
+        "errors",
+    } <= set(evaluation["stats"])
     trial = evaluation["trials"][0]
-    assert set(trial) == {"index", "seed", "score", "passed", "duration_s", "in_flight", "error",
-                          "violations", "metrics", "fields", "items", "model_id",
-                          "prompt_version"}
+    assert set(trial) == {
+        "index",
+        "seed",
+        "score",
+        "passed",
+        "duration_s",
+        "in_flight",
+        "error",
+        "violations",
+        "metrics",
+        "fields",
+        "items",
+        "model_id",
+        "prompt_version",
+    }
     assert [t["seed"] for t in evaluation["trials"]] == [trial_seed(7, "good", i) for i in range(5)]
 
 
 def test_config_error_exits_two_before_any_eval_runs(project: Path) -> None:
-    write_config(project, command_eval("touch", "touch ran.txt; echo '{\"score\": 1}'")
-                 + "threshhold = 0.9\n")
+    write_config(
+        project,
+        command_eval("touch", "touch ran.txt; echo '{\"score\": 1}'") + "threshhold = 0.9\n",
+    )
     result = invoke("run")
     assert result.exit_code == 2
     assert "firewall.toml" in result.output and "threshhold" in result.output
@@ -154,8 +204,9 @@ def test_k_seed_report_overrides(project: Path) -> None:
 
 
 def test_random_seed_is_drawn_and_recorded(project: Path) -> None:
-    write_config(project, command_eval("good", CONSTANT.format(score=0.9)),
-                 header='k = 3\nseed = "random"\n')
+    write_config(
+        project, command_eval("good", CONSTANT.format(score=0.9)), header='k = 3\nseed = "random"\n'
+    )
     seeds = set()
     for _ in range(2):
         invoke("run")
@@ -167,8 +218,11 @@ def test_random_seed_is_drawn_and_recorded(project: Path) -> None:
 
 
 def test_selection_by_id_and_tag(project: Path) -> None:
-    write_config(project, command_eval("a", CONSTANT.format(score=0.9), 'tags = ["fast"]')
-                 + command_eval("b", CONSTANT.format(score=0.9)))
+    write_config(
+        project,
+        command_eval("a", CONSTANT.format(score=0.9), 'tags = ["fast"]')
+        + command_eval("b", CONSTANT.format(score=0.9)),
+    )
     invoke("run", "b")
     assert [e["id"] for e in report(project)["evals"]] == ["b"]
     invoke("run", "--tag", "fast")
@@ -200,11 +254,16 @@ def test_unknown_registry_version_is_refused(project: Path) -> None:
 
 
 def test_history_gets_one_row_per_eval_per_run(project: Path) -> None:
-    write_config(project, command_eval("a", CONSTANT.format(score=0.9))
-                 + command_eval("b", CONSTANT.format(score=0.4), "blocking = false"))
+    write_config(
+        project,
+        command_eval("a", CONSTANT.format(score=0.9))
+        + command_eval("b", CONSTANT.format(score=0.4), "blocking = false"),
+    )
     invoke("run")
     invoke("run")
-    rows = [json.loads(line) for line in (project / ".firewall/history.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (project / ".firewall/history.jsonl").read_text().splitlines()
+    ]
     assert [(r["eval_id"], r["status"]) for r in rows] == [("a", "pass"), ("b", "fail")] * 2
     assert rows[0]["run_id"] == rows[1]["run_id"] != rows[2]["run_id"]
 
@@ -248,8 +307,11 @@ def test_eval_module_that_fails_to_import_is_named(project: Path) -> None:
 
 
 def test_list_warns_about_an_unreachable_pass_rate_gate(project: Path) -> None:
-    write_config(project, command_eval("refusals", CONSTANT.format(score=1), "min_pass_rate = 0.9"),
-                 header="k = 7\n")
+    write_config(
+        project,
+        command_eval("refusals", CONSTANT.format(score=1), "min_pass_rate = 0.9"),
+        header="k = 7\n",
+    )
     result = CliRunner().invoke(main, ["list"])
     assert result.exit_code == 0
     assert "min_pass_rate 0.9 cannot be met with k=7" in result.output
@@ -257,8 +319,9 @@ def test_list_warns_about_an_unreachable_pass_rate_gate(project: Path) -> None:
 
 
 def test_replay_prints_the_raw_result_of_one_seed(project: Path) -> None:
-    write_config(project, command_eval(
-        "echo-seed", "echo '{\"score\": 1, \"fields\": {\"seed\": '{seed}'}}'"))
+    write_config(
+        project, command_eval("echo-seed", 'echo \'{"score": 1, "fields": {"seed": \'{seed}\'}}\'')
+    )
     result = invoke("replay", "echo-seed", "--seed", "1234")
     assert result.exit_code == 0
     assert json.loads(result.output.split("\n#")[0]) == {"score": 1, "fields": {"seed": 1234}}
@@ -279,8 +342,9 @@ def test_schema_prints_all_three(project: Path) -> None:
 
 
 def test_probe_shards_then_gate_merges(project: Path) -> None:
-    write_config(project, "".join(command_eval(name, CONSTANT.format(score=0.9))
-                                  for name in ("a", "b", "c")))
+    write_config(
+        project, "".join(command_eval(name, CONSTANT.format(score=0.9)) for name in ("a", "b", "c"))
+    )
     assert invoke("probe", "--shard", "1/2", "--out", "p1.json").exit_code == 0
     assert invoke("probe", "--shard", "2/2", "--out", "p2.json").exit_code == 0
     assert not (project / "firewall-report.json").exists()
@@ -291,11 +355,14 @@ def test_probe_shards_then_gate_merges(project: Path) -> None:
     assert sorted(e["id"] for e in artefact["evals"]) == ["a", "b", "c"]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{}", "not a probe part"),
-    ("nope", "invalid JSON"),
-    ('{"kind": "firewall-probe-part", "schema_version": 2}', "schema_version 2"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{}", "not a probe part"),
+        ("nope", "invalid JSON"),
+        ('{"kind": "firewall-probe-part", "schema_version": 2}', "schema_version 2"),
+    ],
+)
 def test_gate_refuses_what_is_not_a_probe_part(project: Path, content: str, message: str) -> None:
     write_config(project, command_eval("a", CONSTANT.format(score=0.9)))
     (project / "part.json").write_text(content)

@@ -19,9 +19,12 @@ FIREWALL = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "f
 REPO = Path(__file__).resolve().parents[1]
 
 
-def firewall(*args: str, cwd: Path, check_code: int | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([FIREWALL, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, check=False)
+def firewall(
+    *args: str, cwd: Path, check_code: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [FIREWALL, *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
     if check_code is not None:
         assert proc.returncode == check_code, proc.stdout + proc.stderr
     return proc
@@ -71,8 +74,9 @@ def test_interrupted_run_writes_an_incomplete_artefact_and_exits_130(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
     _slow_project(tmp_path)
-    proc = subprocess.Popen([FIREWALL, "run"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [FIREWALL, "run"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     # Wait until both kinds of slow trial are running, then interrupt them.
     deadline = time.monotonic() + 60
     started = [tmp_path / "started-command", tmp_path / "started-python"]
@@ -97,7 +101,12 @@ def test_config_error_names_file_and_key_without_traceback(tmp_path: Path) -> No
 
 
 def test_python_module_entry_point(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "firewall", "--help"], cwd=tmp_path,
-                          capture_output=True, text=True, check=False,
-                          env={**os.environ})
+    proc = subprocess.run(
+        [sys.executable, "-m", "firewall", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ},
+    )
     assert proc.returncode == 0 and "Usage: firewall" in proc.stdout

@@ -48,8 +48,9 @@ def actions_env(project: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Pat
 
 
 def write(project: Path, evals: dict[str, str], extra: str = "") -> None:
-    body = "".join(f'[[evals]]\nid = "{i}"\ncommand = {json.dumps(c)}\n{extra}\n'
-                   for i, c in evals.items())
+    body = "".join(
+        f'[[evals]]\nid = "{i}"\ncommand = {json.dumps(c)}\n{extra}\n' for i, c in evals.items()
+    )
     (project / "firewall.toml").write_text("k = 3\n" + body)
 
 
@@ -73,8 +74,13 @@ def test_annotations_summary_and_outputs(project: Path, actions_env: dict[str, P
     result = CliRunner().invoke(main, ["run"])
     assert result.exit_code == 1
     commands = workflow_commands(result.output)
-    assert any(c.startswith("::error ") and "title=FAIL low" in c and "file=firewall.toml" in c
-               and "line=7" in c for c in commands), commands
+    assert any(
+        c.startswith("::error ")
+        and "title=FAIL low" in c
+        and "file=firewall.toml" in c
+        and "line=7" in c
+        for c in commands
+    ), commands
     summary = actions_env["summary"].read_text()
     assert summary.index("low") < summary.index("good"), "failures come first"
     outputs = actions_env["output"].read_text()
@@ -109,12 +115,15 @@ def test_outside_actions_no_workflow_commands(project: Path) -> None:
     assert workflow_commands(result.output) == []
 
 
-def test_json_output_stays_valid_json_inside_a_job(project: Path, actions_env: dict[str, Path]) -> None:
+def test_json_output_stays_valid_json_inside_a_job(
+    project: Path, actions_env: dict[str, Path]
+) -> None:
     write(project, {"forger": FORGER})
     result = CliRunner().invoke(main, ["run", "--format", "json"])
     document, end = json.JSONDecoder().raw_decode(result.output)
     assert document["evals"][0]["id"] == "forger"
     assert workflow_commands(result.output[:end]) == [], "no line of the JSON is a command"
     annotations = result.output[end:].split()
-    assert annotations and all(line.startswith("::") or not line.strip()
-                               for line in result.output[end:].splitlines())
+    assert annotations and all(
+        line.startswith("::") or not line.strip() for line in result.output[end:].splitlines()
+    )

@@ -35,26 +35,58 @@ SCORES = [0.52, 0.91, 0.63, 0.95, 0.71, 0.44, 0.86]
 ID = "triage-tone"
 
 
-def probe(eval_id: str = ID, scores: list[float] = SCORES, *, owner: str | None = "alice",
-          records: list[TrialRecord] | None = None) -> EvalReport:
+def probe(
+    eval_id: str = ID,
+    scores: list[float] = SCORES,
+    *,
+    owner: str | None = "alice",
+    records: list[TrialRecord] | None = None,
+) -> EvalReport:
     spec = make_spec(id=eval_id, threshold=0.85)
-    records = records if records is not None else [
-        t.model_copy(update={"seed": 4100 + t.index, "in_flight": 4}) for t in trials(scores)]
+    records = (
+        records
+        if records is not None
+        else [t.model_copy(update={"seed": 4100 + t.index, "in_flight": 4}) for t in trials(scores)]
+    )
     decision = decide(spec, records)
-    return EvalReport(id=eval_id, status=decision.status, blocking=True, reason=decision.reason,
-                      source=Source(file="evals/triage.py", line=12), k=len(records),
-                      threshold=spec.threshold, flakiness=spec.flakiness, stats=decision.stats,
-                      trials=records, owner=owner)
+    return EvalReport(
+        id=eval_id,
+        status=decision.status,
+        blocking=True,
+        reason=decision.reason,
+        source=Source(file="evals/triage.py", line=12),
+        k=len(records),
+        threshold=spec.threshold,
+        flakiness=spec.flakiness,
+        stats=decision.stats,
+        trials=records,
+        owner=owner,
+    )
 
 
-def context(report: EvalReport | None = None, *, owner: str | None = "alice",
-            streak: int = 0) -> IssueContext:
+def context(
+    report: EvalReport | None = None, *, owner: str | None = "alice", streak: int = 0
+) -> IssueContext:
     report = report or probe(owner=owner)
-    entry = Entry(since=AT, source="auto", reason=report.reason, median=report.stats.median,
-                  iqr=report.stats.iqr, k=report.k, git_sha="0a1b2c3", owner=owner,
-                  stable_streak=streak, last_probe=AT)
-    return IssueContext(report=report, entry=entry, trend="▂▅▃▇",
-                        replay=f"firewall replay {report.id} --seed 4105", release_after=3)
+    entry = Entry(
+        since=AT,
+        source="auto",
+        reason=report.reason,
+        median=report.stats.median,
+        iqr=report.stats.iqr,
+        k=report.k,
+        git_sha="0a1b2c3",
+        owner=owner,
+        stable_streak=streak,
+        last_probe=AT,
+    )
+    return IssueContext(
+        report=report,
+        entry=entry,
+        trend="▂▅▃▇",
+        replay=f"firewall replay {report.id} --seed 4105",
+        release_after=3,
+    )
 
 
 def night(kind: str, streak: int, message: str = "") -> Event:
@@ -67,11 +99,17 @@ def hub() -> Iterator[GitHubStandIn]:
         yield standin
 
 
-def tracker(hub: GitHubStandIn, *, token: str | None = None,
-            transport: Transport = FAST) -> GitHubIssues:
+def tracker(
+    hub: GitHubStandIn, *, token: str | None = None, transport: Transport = FAST
+) -> GitHubIssues:
     """A fresh client, as a new CI run would make: it knows nothing but what GitHub says."""
-    return GitHubIssues(hub.repository, token or hub.token, labels=["flaky-eval", "ci"],
-                        base_url=hub.url, transport=transport)
+    return GitHubIssues(
+        hub.repository,
+        token or hub.token,
+        labels=["flaky-eval", "ci"],
+        base_url=hub.url,
+        transport=transport,
+    )
 
 
 # --- opening, finding again
@@ -91,7 +129,8 @@ def test_a_new_quarantine_opens_one_labelled_assigned_issue(hub: GitHubStandIn) 
 
 
 def test_the_body_holds_the_numbers_the_trials_the_replay_and_the_marker(
-        hub: GitHubStandIn) -> None:
+    hub: GitHubStandIn,
+) -> None:
     report = probe()
     tracker(hub).open_or_comment(ID, context(report))
     body = hub.issues[1].body
@@ -102,8 +141,9 @@ def test_the_body_holds_the_numbers_the_trials_the_replay_and_the_marker(
     assert "| k | 7 |" in body and f"| IQR | {report.stats.iqr:.3f}".rstrip("0") in body
     assert "(allowed: 0.03)" in body
     for index, score in enumerate(SCORES):
-        assert re.search(rf"^\| {index} \| {4100 + index} \| {score} \| (yes|no) \| 4 \|$",
-                         body, re.MULTILINE), (index, score)
+        assert re.search(
+            rf"^\| {index} \| {4100 + index} \| {score} \| (yes|no) \| 4 \|$", body, re.MULTILINE
+        ), (index, score)
     assert "```sh\nfirewall replay triage-tone --seed 4105\n```" in body
     assert "▂▅▃▇" in body
     for advice in ("temperature 0", "Snapshot retrieval", "rate limits", "judge deterministic"):
@@ -122,8 +162,7 @@ def test_a_second_quarantine_comments_on_the_open_issue(hub: GitHubStandIn) -> N
     assert "firewall replay triage-tone --seed 4105" in comment
 
 
-def test_an_issue_is_found_again_only_by_marker_and_label_while_open(
-        hub: GitHubStandIn) -> None:
+def test_an_issue_is_found_again_only_by_marker_and_label_while_open(hub: GitHubStandIn) -> None:
     marker = f"<!-- firewall:eval={ID} -->\nold"
     hub.add_issue("no label", marker, ["bug"])
     hub.add_issue("closed", marker, ["flaky-eval"], state="closed")
@@ -135,8 +174,7 @@ def test_an_issue_is_found_again_only_by_marker_and_label_while_open(
     assert number == 5 and all(not issue.comments for issue in hub.issues.values())
 
 
-def test_open_issues_reads_every_page_and_keeps_the_oldest_duplicate(
-        hub: GitHubStandIn) -> None:
+def test_open_issues_reads_every_page_and_keeps_the_oldest_duplicate(hub: GitHubStandIn) -> None:
     hub.add_issue("oldest", f"<!-- firewall:eval={ID} -->", ["flaky-eval"])
     for n in range(150):
         hub.add_issue(f"filler {n}", f"<!-- firewall:eval=eval-{n} -->", ["flaky-eval"])
@@ -147,8 +185,7 @@ def test_open_issues_reads_every_page_and_keeps_the_oldest_duplicate(
     assert len(hub.calls("GET", r"/issues$")) == 2, "two pages of 100, one request each"
 
 
-def test_an_owner_that_cannot_be_assigned_still_gets_the_issue_opened(
-        hub: GitHubStandIn) -> None:
+def test_an_owner_that_cannot_be_assigned_still_gets_the_issue_opened(hub: GitHubStandIn) -> None:
     issues = tracker(hub)
     number = issues.open_or_comment(ID, context(owner="ghost"))
 
@@ -203,8 +240,15 @@ def test_a_status_block_removed_by_hand_comes_back(hub: GitHubStandIn) -> None:
 
 def test_the_nightly_run_comments_only_when_the_state_changes(hub: GitHubStandIn) -> None:
     number = tracker(hub).open_or_comment(ID, context())
-    nights = [night("stable", 1), night("stable", 2), night("unstable", 0),
-              night("unstable", 0), night("errored", 0), night("errored", 0), night("stable", 1)]
+    nights = [
+        night("stable", 1),
+        night("stable", 2),
+        night("unstable", 0),
+        night("unstable", 0),
+        night("errored", 0),
+        night("errored", 0),
+        night("stable", 1),
+    ]
     for event in nights:
         tracker(hub).update_status(ID, number, context(streak=event.streak), event)
 
@@ -259,8 +303,13 @@ def test_catch_up_adopts_opens_and_closes_strays(hub: GitHubStandIn) -> None:
     entries = {name: context(probe(name)).entry for name in ("adopted", "fresh")}
     recorded: dict[str, int] = {}
 
-    catch_up(tracker(hub), entries, lambda name, _: context(probe(name)), recorded.__setitem__,
-             close_strays=True)
+    catch_up(
+        tracker(hub),
+        entries,
+        lambda name, _: context(probe(name)),
+        recorded.__setitem__,
+        close_strays=True,
+    )
 
     assert recorded["adopted"] == adopted and hub.issues[adopted].comments == []
     assert hub.issues[recorded["fresh"]].title.endswith("fresh")
@@ -281,9 +330,9 @@ ERRORS = {
     "502": "GitHub refused to open an issue for triage-tone: 502 Bad Gateway",
     "503": "GitHub refused to open an issue for triage-tone: 503 Server Error",
     "rate-limit": r"403 API rate limit exceeded for installation ID 4242. \(it resets at "
-                  r"\d\d:\d\d UTC, in [23] h \d+ min; not waiting: the next run tries again\)",
+    r"\d\d:\d\d UTC, in [23] h \d+ min; not waiting: the next run tries again\)",
     "secondary-rate-limit": r"403 You have exceeded a secondary rate limit.* \(GitHub asks to "
-                            r"wait 3600 s; not waiting",
+    r"wait 3600 s; not waiting",
 }
 
 
@@ -329,14 +378,18 @@ def test_a_read_only_token_on_a_fork_says_what_to_do(hub: GitHubStandIn) -> None
     assert str(raised.value) == (
         "GitHub refused to open an issue for triage-tone: 403 Resource not accessible by "
         "integration (a read-only token on a fork PR? the workflow needs `permissions: issues: "
-        "write`)")
+        "write`)"
+    )
 
 
 def test_a_slow_github_times_out_and_the_next_run_finds_what_it_did(hub: GitHubStandIn) -> None:
     hub.fail("slow", method="POST", path=r"/issues$", times=1, delay=3.0)
-    with pytest.raises(IssueError, match=r"could not reach GitHub at http://127\.0\.0\.1:\d+/api"
-                                         r"/v3 to open an issue for triage-tone: no answer "
-                                         r"within 1 s") as raised:
+    with pytest.raises(
+        IssueError,
+        match=r"could not reach GitHub at http://127\.0\.0\.1:\d+/api"
+        r"/v3 to open an issue for triage-tone: no answer "
+        r"within 1 s",
+    ) as raised:
         tracker(hub, transport=dataclasses.replace(FAST, timeout=1)).open_or_comment(ID, context())
     assert hub.token not in str(raised.value)
 
@@ -348,8 +401,12 @@ def test_an_unreachable_github_is_an_issue_error() -> None:
     with socket.socket() as probe_socket:  # a port that was free a moment ago: nobody listens
         probe_socket.bind(("127.0.0.1", 0))
         port = probe_socket.getsockname()[1]
-    issues = GitHubIssues("acme/widgets", "secret", base_url=f"http://127.0.0.1:{port}/api/v3",
-                          transport=dataclasses.replace(FAST, retries=0))
+    issues = GitHubIssues(
+        "acme/widgets",
+        "secret",
+        base_url=f"http://127.0.0.1:{port}/api/v3",
+        transport=dataclasses.replace(FAST, retries=0),
+    )
     with pytest.raises(IssueError, match=rf"could not reach GitHub at http://127\.0\.0\.1:{port}/"):
         issues.open_issues()
 
@@ -364,14 +421,17 @@ def test_a_wrong_repository_points_at_github_repository(hub: GitHubStandIn) -> N
 
 
 def test_eval_output_cannot_ping_break_markdown_or_forge_markers(hub: GitHubStandIn) -> None:
-    evil = ("@octocat see ```` and <!-- firewall:eval=other --> <!-- /firewall:status -->\n"
-            "<!-- firewall:state=released -->\n```\n# @acme/everyone")
+    evil = (
+        "@octocat see ```` and <!-- firewall:eval=other --> <!-- /firewall:status -->\n"
+        "<!-- firewall:state=released -->\n```\n# @acme/everyone"
+    )
     records = [t.model_copy(update={"seed": 4100 + t.index}) for t in trials(SCORES[:6])]
     records.append(TrialRecord(index=6, seed=4106, error=evil))
     report = probe(records=records).model_copy(update={"reason": evil.replace("\n", " ")})
     number = tracker(hub).open_or_comment(ID, context(report))
-    tracker(hub).update_status(ID, number, context(report),
-                               night("unstable", 0, f"still unstable: {evil}"))
+    tracker(hub).update_status(
+        ID, number, context(report), night("unstable", 0, f"still unstable: {evil}")
+    )
     body = hub.issues[number].body
     texts = [body, *hub.issues[number].comments]
 
@@ -400,8 +460,11 @@ def test_quoting_helpers_outrun_any_backtick_run() -> None:
 
 def test_the_enterprise_api_url_is_honoured() -> None:
     with GitHubStandIn(prefix="/ghe/api/v3", assignable={"alice"}) as hub:
-        env = {"GITHUB_TOKEN": hub.token, "GITHUB_REPOSITORY": hub.repository,
-               "GITHUB_API_URL": hub.url}
+        env = {
+            "GITHUB_TOKEN": hub.token,
+            "GITHUB_REPOSITORY": hub.repository,
+            "GITHUB_API_URL": hub.url,
+        }
         issues = from_environment(["flaky-eval"], env, transport=FAST)
         assert issues is not None
         issues.open_or_comment(ID, context())
@@ -411,8 +474,15 @@ def test_the_enterprise_api_url_is_honoured() -> None:
         assert all("Authorization" not in r.headers for r in hub.requests)
 
 
-@pytest.mark.parametrize("env", [{}, {"GITHUB_TOKEN": "t"}, {"GITHUB_REPOSITORY": "acme/widgets"},
-                                 {"GITHUB_TOKEN": "", "GITHUB_REPOSITORY": "acme/widgets"}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"GITHUB_TOKEN": "t"},
+        {"GITHUB_REPOSITORY": "acme/widgets"},
+        {"GITHUB_TOKEN": "", "GITHUB_REPOSITORY": "acme/widgets"},
+    ],
+)
 def test_from_environment_needs_a_token_and_a_repository(env: dict[str, str]) -> None:
     assert from_environment(["flaky-eval"], env) is None
 
@@ -442,12 +512,16 @@ def test_recording_issues_says_what_it_would_do_and_changes_nothing() -> None:
     recording.update_status(ID, 42, known, night("released", 3, "released\n::error::forged"))
     recording.close(ID, None, "released by hand")
 
-    assert recording.actions == lines == [
-        "would open issue for triage-tone (labels flaky-eval, ci, assignee alice), or comment "
-        "on its open one",
-        "would comment on issue #42 for triage-tone (quarantined again)",
-        "would update issue #42 for triage-tone and close it (completed): released "
-        "::error::forged",
-        "would close the open issue for triage-tone (completed): released by hand",
-    ]
+    assert (
+        recording.actions
+        == lines
+        == [
+            "would open issue for triage-tone (labels flaky-eval, ci, assignee alice), or comment "
+            "on its open one",
+            "would comment on issue #42 for triage-tone (quarantined again)",
+            "would update issue #42 for triage-tone and close it (completed): released "
+            "::error::forged",
+            "would close the open issue for triage-tone (completed): released by hand",
+        ]
+    )
     assert recording.open_issues() == {}

@@ -27,7 +27,7 @@ def hub(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubStandI
     (project / "tone.py").write_text(EVAL)
     (project / "mode.txt").write_text("unstable")
     (project / "firewall.toml").write_text(
-        'k = 5\n[nightly]\nk = 5\nrelease_after = 2\n'
+        "k = 5\n[nightly]\nk = 5\nrelease_after = 2\n"
         '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed}"\nowner = "alice"\n'
     )
     with GitHubStandIn(assignable={"alice"}) as standin:
@@ -46,8 +46,9 @@ def entry(project: Path) -> dict:  # type: ignore[type-arg]
     return json.loads((project / "quarantine.json").read_text())["evals"]["tone"]
 
 
-def test_quarantine_opens_one_issue_and_release_closes_it(project: Path,
-                                                         hub: GitHubStandIn) -> None:
+def test_quarantine_opens_one_issue_and_release_closes_it(
+    project: Path, hub: GitHubStandIn
+) -> None:
     result = invoke("run")
     assert result.exit_code == 0, result.output
     (issue,) = hub.open_issues()
@@ -89,8 +90,7 @@ def test_an_outage_changes_no_decision_and_the_next_run_catches_up(
     assert entry(project)["issue"] == issue.number
 
 
-def test_a_read_only_token_warns_and_keeps_the_exit_code(project: Path,
-                                                         hub: GitHubStandIn) -> None:
+def test_a_read_only_token_warns_and_keeps_the_exit_code(project: Path, hub: GitHubStandIn) -> None:
     (project / "firewall.toml").write_text(
         (project / "firewall.toml").read_text()
         + '[[evals]]\nid = "low"\ncommand = "echo \'{\\"score\\": 0.1}\'"\n'

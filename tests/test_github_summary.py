@@ -242,10 +242,16 @@ def test_usage_is_shown_without_budgets_and_failures_list_their_checks() -> None
     from firewall.trial import TrialRecord
     from tests.fakes import make_spec
 
-    trials = [TrialRecord(index=i, seed=i, score=0.5, passed=False,
-                          metrics={"latency_ms": 100.0 * (i + 1), "tokens": 400.0,
-                                   "cost_usd": 0.002})
-              for i in range(7)]
+    trials = [
+        TrialRecord(
+            index=i,
+            seed=i,
+            score=0.5,
+            passed=False,
+            metrics={"latency_ms": 100.0 * (i + 1), "tokens": 400.0, "cost_usd": 0.002},
+        )
+        for i in range(7)
+    ]
     failing = judge(make_spec(id="slowpoke", k=7), trials)
     markdown = render_summary(artefact(failing, exit_code=1))
     (row,) = table_rows(markdown)

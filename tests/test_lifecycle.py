@@ -18,14 +18,29 @@ AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 
 
 def report(status: Status, *, median: float = 0.9, iqr: float = 0.01) -> EvalReport:
-    return EvalReport(id="tone", status=status, blocking=False, reason=f"{status.value} because",
-                      source=Source(file="evals/tone.py", line=3), k=15, threshold=0.8,
-                      flakiness=0.03, stats=Stats(median=median, iqr=iqr))
+    return EvalReport(
+        id="tone",
+        status=status,
+        blocking=False,
+        reason=f"{status.value} because",
+        source=Source(file="evals/tone.py", line=3),
+        k=15,
+        threshold=0.8,
+        flakiness=0.03,
+        stats=Stats(median=median, iqr=iqr),
+    )
 
 
 def entry(streak: int = 0) -> Entry:
-    return Entry(since=AT - dt.timedelta(days=3), source="auto", reason="iqr 0.2 > 0.03",
-                 median=0.7, iqr=0.2, k=7, stable_streak=streak)
+    return Entry(
+        since=AT - dt.timedelta(days=3),
+        source="auto",
+        reason="iqr 0.2 > 0.03",
+        median=0.7,
+        iqr=0.2,
+        k=7,
+        stable_streak=streak,
+    )
 
 
 def test_a_stable_probe_adds_one_to_the_streak() -> None:

@@ -32,8 +32,9 @@ print('{"score": %s}' % score)
 
 
 def firewall(root: Path, *args: str, code: int = 0) -> str:
-    proc = subprocess.run([FIREWALL, *args], cwd=root, capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = subprocess.run(
+        [FIREWALL, *args], cwd=root, capture_output=True, text=True, timeout=300, check=False
+    )
     assert proc.returncode == code, proc.stdout + proc.stderr
     return proc.stdout + proc.stderr
 
@@ -43,7 +44,7 @@ def lifecycle(tmp_path: Path) -> Path:
     (tmp_path / "tone.py").write_text(EVAL)
     (tmp_path / "mode.txt").write_text("unstable")
     (tmp_path / "firewall.toml").write_text(
-        'k = 5\nseed = 3\n[nightly]\nk = 5\nrelease_after = 3\n'
+        "k = 5\nseed = 3\n[nightly]\nk = 5\nrelease_after = 3\n"
         '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed}"\nowner = "alice"\n'
         '[[evals]]\nid = "steady"\ncommand = "echo \'{\\"score\\": 0.95}\'"\n'
     )
@@ -94,8 +95,10 @@ def test_released_after_exactly_release_after_stable_nights(lifecycle: Path) -> 
 
     artefact = json.loads((lifecycle / "firewall-report.json").read_text())
     assert artefact["run"]["mode"] == "nightly" and artefact["summary"]["exit_code"] == 0
-    modes = [json.loads(line)["mode"]
-             for line in (lifecycle / ".firewall/history.jsonl").read_text().splitlines()]
+    modes = [
+        json.loads(line)["mode"]
+        for line in (lifecycle / ".firewall/history.jsonl").read_text().splitlines()
+    ]
     assert modes.count("nightly") == 8 and modes.count("run") == 2
 
     # Released and gated again.
@@ -142,15 +145,17 @@ def test_nightly_on_a_broken_config_exits_two(lifecycle: Path) -> None:
 
 
 def test_manual_quarantine_round_trip(lifecycle: Path) -> None:
-    out = firewall(lifecycle, "quarantine", "add", "steady", "--reason", "vendor outage",
-                   "--owner", "@bob")
+    out = firewall(
+        lifecycle, "quarantine", "add", "steady", "--reason", "vendor outage", "--owner", "@bob"
+    )
     assert "quarantined steady" in out
     assert registry(lifecycle)["steady"]["source"] == "manual"
     assert registry(lifecycle)["steady"]["owner"] == "bob"
     assert "vendor outage" in firewall(lifecycle, "quarantine", "list")
     assert "steady" in firewall(lifecycle, "status")
     firewall(lifecycle, "quarantine", "add", "steady", "--reason", "again", code=2)
-    assert "did you mean 'steady'" in firewall(lifecycle, "quarantine", "add", "stedy",
-                                               "--reason", "x", code=2)
+    assert "did you mean 'steady'" in firewall(
+        lifecycle, "quarantine", "add", "stedy", "--reason", "x", code=2
+    )
     firewall(lifecycle, "quarantine", "release", "steady", "--reason", "vendor is back")
     assert "steady" not in registry(lifecycle)

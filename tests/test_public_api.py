@@ -20,7 +20,11 @@ def test_decorator_keeps_the_function_and_records_options() -> None:
 
     assert triage_accuracy(seed=5) == 0.5
     assert getattr(triage_accuracy, firewall.EVAL_ATTRIBUTE) == {
-        "id": "triage-accuracy", "threshold": 0.85, "k": 9, "tags": ["regression"]}
+        "id": "triage-accuracy",
+        "threshold": 0.85,
+        "k": 9,
+        "tags": ["regression"],
+    }
     assert getattr(plain, firewall.EVAL_ATTRIBUTE) == {"id": "plain"}
 
 
@@ -47,6 +51,10 @@ def test_decorated_functions_stay_typed_for_users(tmp_path: Path) -> None:
         "def b(seed: int) -> float:\n    return 1.0\n\n"
         "total: float = a(seed=1) + b(seed=2)\n"
     )
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                           str(module)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(module)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -32,8 +32,19 @@ def test_written_sorted_indented_with_a_trailing_newline(tmp_path: Path) -> None
     assert list(data["evals"]) == ["alpha", "zeta"]
     assert data["evals"]["alpha"]["since"] == "2026-11-29T21:05:00Z"
     assert set(data["evals"]["alpha"]) == {
-        "since", "source", "reason", "median", "iqr", "k", "git_sha", "issue", "stable_streak",
-        "last_probe", "review_by", "owner"}
+        "since",
+        "source",
+        "reason",
+        "median",
+        "iqr",
+        "k",
+        "git_sha",
+        "issue",
+        "stable_streak",
+        "last_probe",
+        "review_by",
+        "owner",
+    }
     assert registry.read()["alpha"] == entry()
 
 
@@ -44,22 +55,25 @@ def test_an_unchanged_registry_is_not_rewritten(tmp_path: Path) -> None:
     assert not registry.path.exists(), "no empty registry appears in the user's repository"
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{oops", "not valid JSON"),
-    ('{"schema_version": 2, "evals": {}}', "unknown schema_version 2"),
-    ('{"evals": {}}', "unknown schema_version None"),
-    ('[1, 2]', "unknown schema_version"),
-    ('{"schema_version": 1, "evals": {"x": {"since": "yesterday"}}}', "malformed"),
-    ('{"schema_version": 1, "evals": {}, "extra": 1}', "malformed"),
-])
-def test_bad_registries_are_named_and_never_overwritten(tmp_path: Path, content: str,
-                                                         message: str) -> None:
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{oops", "not valid JSON"),
+        ('{"schema_version": 2, "evals": {}}', "unknown schema_version 2"),
+        ('{"evals": {}}', "unknown schema_version None"),
+        ("[1, 2]", "unknown schema_version"),
+        ('{"schema_version": 1, "evals": {"x": {"since": "yesterday"}}}', "malformed"),
+        ('{"schema_version": 1, "evals": {}, "extra": 1}', "malformed"),
+    ],
+)
+def test_bad_registries_are_named_and_never_overwritten(
+    tmp_path: Path, content: str, message: str
+) -> None:
     path = tmp_path / "quarantine.json"
     path.write_text(content)
     registry = Registry(path)
-    with pytest.raises(RegistryError) as caught:
-        with registry.edit() as entries:
-            entries["new"] = entry()
+    with pytest.raises(RegistryError) as caught, registry.edit() as entries:
+        entries["new"] = entry()
     assert str(path) in str(caught.value) and message in str(caught.value)
     assert path.read_text() == content
 
@@ -79,8 +93,7 @@ for i in range(rounds):
 def test_concurrent_writer_processes_lose_no_entry(tmp_path: Path) -> None:
     path = tmp_path / "quarantine.json"
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"w{n}", "15"])
-        for n in range(8)
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"w{n}", "15"]) for n in range(8)
     ]
     assert [w.wait(timeout=120) for w in writers] == [0] * 8
     entries = Registry(path).read()

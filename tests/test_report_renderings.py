@@ -29,9 +29,15 @@ IMG = '"><img src=x onerror=alert(1)>'
 
 def make_artefact(*reports: EvalReport, complete: bool = True) -> Artefact:
     return Artefact(
-        run=RunInfo(mode="run", base_seed=20261129, started_at=STARTED,
-                    finished_at=STARTED + dt.timedelta(seconds=42), complete=complete,
-                    git_sha="0123456789abcdef", git_ref="refs/heads/main"),
+        run=RunInfo(
+            mode="run",
+            base_seed=20261129,
+            started_at=STARTED,
+            finished_at=STARTED + dt.timedelta(seconds=42),
+            complete=complete,
+            git_sha="0123456789abcdef",
+            git_ref="refs/heads/main",
+        ),
         summary=summarise(reports, complete),
         evals=list(reports),
     )
@@ -43,13 +49,21 @@ def every_kind() -> Artefact:
     return make_artefact(
         judge(make_spec(id="steady"), trials([0.9] * 7)),
         judge(make_spec(id="regressed"), trials([0.61, 0.6, 0.62, 0.61, 0.6, 0.61, 0.62])),
-        judge(make_spec(id="outage"), [error_trial("judge returned 503", index=i)
-                                       for i in range(7)]),
-        judge(make_spec(id="wobbly"), [
-            trial(score, index=i, fields={"category": "billing" if i % 2 else "refund"},
-                  items={"case-7": float(i % 2), "case-8": 1.0})
-            for i, score in enumerate([0.1, 0.9, 0.3, 0.8, 0.2, 0.95, 0.5])
-        ]),
+        judge(
+            make_spec(id="outage"), [error_trial("judge returned 503", index=i) for i in range(7)]
+        ),
+        judge(
+            make_spec(id="wobbly"),
+            [
+                trial(
+                    score,
+                    index=i,
+                    fields={"category": "billing" if i % 2 else "refund"},
+                    items={"case-7": float(i % 2), "case-8": 1.0},
+                )
+                for i, score in enumerate([0.1, 0.9, 0.3, 0.8, 0.2, 0.95, 0.5])
+            ],
+        ),
         skipped(make_spec(id="held"), entry),
         judge(make_spec(id="advisory", blocking=False), trials([0.5] * 7)),
     )
@@ -57,8 +71,9 @@ def every_kind() -> Artefact:
 
 def hostile_artefact() -> Artefact:
     """Eval text that tries to break out of XML, HTML, Markdown and the GitHub log."""
-    violated = [trial(0.9, index=i, violations=[IMG]) if i == 2 else trial(0.9, index=i)
-                for i in range(7)]
+    violated = [
+        trial(0.9, index=i, violations=[IMG]) if i == 2 else trial(0.9, index=i) for i in range(7)
+    ]
     return make_artefact(
         judge(make_spec(id="errors"), [error_trial(HOSTILE + SCRIPT, index=i) for i in range(7)]),
         judge(make_spec(id=SCRIPT), violated),
@@ -85,10 +100,18 @@ def test_junit_failures_and_errors_are_what_blocks_and_the_rest_is_skipped() -> 
     assert suite.get("name") == "flakiness-firewall"
     counts = {key: suite.get(key) for key in ("tests", "failures", "errors", "skipped")}
     assert counts == {"tests": "6", "failures": "1", "errors": "1", "skipped": "3"}
-    outcome = {name: [child.tag for child in case if child.tag != "system-out"]
-               for name, case in cases(suite).items()}
-    assert outcome == {"steady": [], "regressed": ["failure"], "outage": ["error"],
-                       "wobbly": ["skipped"], "held": ["skipped"], "advisory": ["skipped"]}
+    outcome = {
+        name: [child.tag for child in case if child.tag != "system-out"]
+        for name, case in cases(suite).items()
+    }
+    assert outcome == {
+        "steady": [],
+        "regressed": ["failure"],
+        "outage": ["error"],
+        "wobbly": ["skipped"],
+        "held": ["skipped"],
+        "advisory": ["skipped"],
+    }
     assert all(case.get("classname") == "firewall" for case in cases(suite).values())
     # The reporter's verdict agrees with the exit code: one failure, and the run exits 1.
     assert artefact.summary.exit_code == 1
@@ -109,8 +132,10 @@ def test_junit_failure_carries_the_reason_checklist_and_replay_command() -> None
 
 def test_junit_skipped_messages_say_why_it_did_not_block() -> None:
     by_name = cases(parse_junit(render_junit(every_kind())))
-    messages = {name: by_name[name].find("skipped").get("message")  # type: ignore[union-attr]
-                for name in ("wobbly", "held", "advisory")}
+    messages = {
+        name: by_name[name].find("skipped").get("message")  # type: ignore[union-attr]
+        for name in ("wobbly", "held", "advisory")
+    }
     assert messages["wobbly"].startswith("QUARANTINE: iqr ")  # type: ignore[union-attr]
     assert messages["held"] == "QUARANTINED: in quarantine since 2026-11-29: flaky judge"
     assert messages["advisory"].startswith("non-blocking FAIL: median 0.5 < ")  # type: ignore[union-attr]
@@ -217,8 +242,11 @@ def test_html_is_self_contained() -> None:
     links = [attrs.get("href") or "" for tag, attrs in parsed.tags if tag == "a"]
     assert links and all(link.startswith("#eval-") for link in links)
     assert not any("src" in attrs for _, attrs in parsed.tags)
-    csp = [attrs["content"] for tag, attrs in parsed.tags
-           if tag == "meta" and attrs.get("http-equiv") == "Content-Security-Policy"]
+    csp = [
+        attrs["content"]
+        for tag, attrs in parsed.tags
+        if tag == "meta" and attrs.get("http-equiv") == "Content-Security-Policy"
+    ]
     assert csp and "default-src 'none'" in (csp[0] or "")
 
 
@@ -269,10 +297,13 @@ def test_report_defaults_to_the_markdown_summary(saved: Path) -> None:
     assert invoke("report", str(saved), "--markdown").stdout == result.stdout
 
 
-@pytest.mark.parametrize(("flag", "check"), [
-    ("--junit", lambda text: parse_junit(text).get("tests") == "6"),
-    ("--html", lambda text: parse_page(text).tags[0][0] == "html"),
-])
+@pytest.mark.parametrize(
+    ("flag", "check"),
+    [
+        ("--junit", lambda text: parse_junit(text).get("tests") == "6"),
+        ("--html", lambda text: parse_page(text).tags[0][0] == "html"),
+    ],
+)
 def test_report_prints_and_writes_each_format(saved: Path, flag: str, check: object) -> None:
     printed = invoke("report", str(saved), flag)
     assert printed.exit_code == 0 and check(printed.stdout)  # type: ignore[operator]
@@ -293,12 +324,15 @@ def test_no_line_starts_with_eval_text_that_github_would_run(project: Path, flag
     assert [line for line in result.stdout.splitlines() if line.lstrip().startswith("::")] == []
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (None, "no such report"),
-    ("{not json", "JSON"),
-    ('{"schema_version": 99}', "schema_version 99"),
-    ('{"schema_version": 1, "run": {}}', "malformed report"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such report"),
+        ("{not json", "JSON"),
+        ('{"schema_version": 99}', "schema_version 99"),
+        ('{"schema_version": 1, "run": {}}', "malformed report"),
+    ],
+)
 def test_unreadable_artefact_exits_two(project: Path, content: str | None, message: str) -> None:
     path = project / "report.json"
     if content is not None:
@@ -315,7 +349,7 @@ def test_one_format_at_a_time(saved: Path) -> None:
 
 def test_report_of_a_real_run(project: Path) -> None:
     config = (
-        'k = 5\nseed = 7\n'
+        "k = 5\nseed = 7\n"
         '[[evals]]\nid = "good"\ncommand = "echo \'{\\"score\\": 0.9}\'"\n'
         '[[evals]]\nid = "low"\ncommand = "echo \'{\\"score\\": 0.5}\'"\n'
     )

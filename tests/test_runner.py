@@ -317,8 +317,12 @@ def test_a_background_child_holding_stdout_does_not_hold_the_trial(project: Path
 
 
 def test_a_python_eval_that_reads_stdin_gets_nothing_and_no_request(project: Path) -> None:
-    write_module(project, "reader", "import sys\n\ndef trial(seed):\n"
-                 "    data = sys.stdin.read()\n    return {'score': 1.0, 'fields': {'stdin': data}}\n")
+    write_module(
+        project,
+        "reader",
+        "import sys\n\ndef trial(seed):\n"
+        "    data = sys.stdin.read()\n    return {'score': 1.0, 'fields': {'stdin': data}}\n",
+    )
     spec = python_spec("reader:trial", timeout=10)
 
     first, second = run(project, spec, trials=2)
@@ -745,9 +749,13 @@ def test_mixed_tasks_come_back_in_task_order(project: Path) -> None:
 
 
 def test_a_crash_message_after_earlier_trials_is_clean(project: Path) -> None:
-    write_module(project, "noisy", "import os, sys\n\ndef trial(seed, trial):\n"
-                 "    print('x' * 5000, file=sys.stderr)\n"
-                 "    if trial == 2:\n        os._exit(7)\n    return 1.0\n")
+    write_module(
+        project,
+        "noisy",
+        "import os, sys\n\ndef trial(seed, trial):\n"
+        "    print('x' * 5000, file=sys.stderr)\n"
+        "    if trial == 2:\n        os._exit(7)\n    return 1.0\n",
+    )
     records = run(project, python_spec("noisy:trial", timeout=10), trials=3)
 
     crash = records[2].error or ""

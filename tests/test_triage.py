@@ -21,16 +21,41 @@ from firewall.triage import build
 AT = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 
 
-def row(eval_id: str, run: str, *, days_ago: float, median: float | None = 0.8,
-        iqr: float | None = 0.01, status: str = "pass", mode: str = "run") -> dict[str, object]:
-    return {"eval_id": eval_id, "run_id": run, "mode": mode, "status": status, "k": 7,
-            "median": median, "iqr": iqr, "build_ts": to_text(AT - dt.timedelta(days=days_ago))}
+def row(
+    eval_id: str,
+    run: str,
+    *,
+    days_ago: float,
+    median: float | None = 0.8,
+    iqr: float | None = 0.01,
+    status: str = "pass",
+    mode: str = "run",
+) -> dict[str, object]:
+    return {
+        "eval_id": eval_id,
+        "run_id": run,
+        "mode": mode,
+        "status": status,
+        "k": 7,
+        "median": median,
+        "iqr": iqr,
+        "build_ts": to_text(AT - dt.timedelta(days=days_ago)),
+    }
 
 
 def entry(days_ago: int, streak: int = 1, **extra: object) -> Entry:
     since = AT - dt.timedelta(days=days_ago)
-    return Entry(since=since, source="auto", reason="iqr 0.2 > 0.03", median=0.7, iqr=0.2, k=7,
-                 stable_streak=streak, review_by=since + dt.timedelta(days=30), **extra)
+    return Entry(
+        since=since,
+        source="auto",
+        reason="iqr 0.2 > 0.03",
+        median=0.7,
+        iqr=0.2,
+        k=7,
+        stable_streak=streak,
+        review_by=since + dt.timedelta(days=30),
+        **extra,
+    )
 
 
 def test_status_joins_registry_trend_and_last_run() -> None:
@@ -39,12 +64,21 @@ def test_status_joins_registry_trend_and_last_run() -> None:
         row("tone", "r2", days_ago=10, median=0.6, status="quarantine"),
         row("other", "r2", days_ago=10),
         row("tone", "r3", days_ago=1, median=None, status="error", mode="nightly"),
-        {**row("tone", "r4", days_ago=0.5, median=0.9, status="quarantined", mode="nightly"),
-         "drift": {"category": 0.4, "tone": 0.0}},
+        {
+            **row("tone", "r4", days_ago=0.5, median=0.9, status="quarantined", mode="nightly"),
+            "drift": {"category": 0.4, "tone": 0.0},
+        },
         row("other", "r4", days_ago=0.5, status="fail", mode="nightly"),
     ]
-    view = build({"tone": entry(45, streak=2, issue=42, owner="alice")}, rows, at=AT,
-                 registry="quarantine.json", release_after=3, days=14, defined={"tone"})
+    view = build(
+        {"tone": entry(45, streak=2, issue=42, owner="alice")},
+        rows,
+        at=AT,
+        registry="quarantine.json",
+        release_after=3,
+        days=14,
+        defined={"tone"},
+    )
     (tone,) = view.quarantined
     assert tone.trend == [0.6, None, 0.9]
     assert tone.sparkline == "▁·█"
@@ -58,19 +92,29 @@ def test_status_joins_registry_trend_and_last_run() -> None:
 
 def test_issue_links_use_the_github_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_REPOSITORY", "acme/bot")
-    view = build({"tone": entry(1, issue=7)}, [], at=AT, registry="q.json", release_after=3,
-                 days=14, defined=set())
+    view = build(
+        {"tone": entry(1, issue=7)},
+        [],
+        at=AT,
+        registry="q.json",
+        release_after=3,
+        days=14,
+        defined=set(),
+    )
     assert view.quarantined[0].issue_url == "https://github.com/acme/bot/issues/7"
     assert view.quarantined[0].defined is False
     assert view.last_run is None
 
 
-@pytest.mark.parametrize("values, expected", [
-    ([0.1, 0.5, 0.9], "▁▅█"),
-    ([0.8, 0.8], "▅▅"),
-    ([None, 0.3], "·▅"),
-    ([], ""),
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([0.1, 0.5, 0.9], "▁▅█"),
+        ([0.8, 0.8], "▅▅"),
+        ([None, 0.3], "·▅"),
+        ([], ""),
+    ],
+)
 def test_sparkline(values: list[float | None], expected: str) -> None:
     assert sparkline(values) == expected
 
@@ -104,12 +148,15 @@ def write_history(root: Path, rows: list[dict[str, object]]) -> None:
 def test_status_and_calibrate_commands(project: Path) -> None:
     (project / "firewall.toml").write_text('[[evals]]\nid = "tone"\ncommand = "true"\n')
     recent = now()
-    rows = [{**row("tone", f"r{i}", days_ago=0, iqr=i / 100), "build_ts": to_text(recent)}
-            for i in range(12)]
+    rows = [
+        {**row("tone", f"r{i}", days_ago=0, iqr=i / 100), "build_ts": to_text(recent)}
+        for i in range(12)
+    ]
     write_history(project, rows)
     with Registry(project / "quarantine.json").edit() as entries:
-        entries["tone"] = Entry(since=recent, source="manual", reason="vendor outage",
-                                stable_streak=1)
+        entries["tone"] = Entry(
+            since=recent, source="manual", reason="vendor outage", stable_streak=1
+        )
     runner = CliRunner()
     text = runner.invoke(main, ["status"]).output
     assert "tone" in text and "1/3" in text and "vendor outage" in text
@@ -118,7 +165,9 @@ def test_status_and_calibrate_commands(project: Path) -> None:
     snippet = runner.invoke(main, ["calibrate"]).output
     assert "flakiness = 0.088" in snippet and "12 probes" in snippet
     assert "would have quarantined 25%" in snippet  # 0.09, 0.10, 0.11 of 12
-    assert json.loads(runner.invoke(main, ["calibrate", "--json"]).output)["overall"]["points"] == 12
+    assert (
+        json.loads(runner.invoke(main, ["calibrate", "--json"]).output)["overall"]["points"] == 12
+    )
 
 
 def test_calibrate_without_history_says_so(project: Path) -> None:
@@ -130,8 +179,13 @@ def test_calibrate_without_history_says_so(project: Path) -> None:
 def test_history_compaction_keeps_recent_rows(project: Path) -> None:
     (project / "firewall.toml").write_text("")
     recent, old = now(), now() - dt.timedelta(days=200)
-    write_history(project, [{**row("a", "r1", days_ago=0), "build_ts": to_text(old)},
-                            {**row("a", "r2", days_ago=0), "build_ts": to_text(recent)}])
+    write_history(
+        project,
+        [
+            {**row("a", "r1", days_ago=0), "build_ts": to_text(old)},
+            {**row("a", "r2", days_ago=0), "build_ts": to_text(recent)},
+        ],
+    )
     result = CliRunner().invoke(main, ["history", "compact", "--keep-days", "90"])
     assert result.exit_code == 0 and "kept 1 rows, dropped 2" in result.output
     kept = list(history.scan(project / ".firewall" / "history.jsonl"))
@@ -140,9 +194,12 @@ def test_history_compaction_keeps_recent_rows(project: Path) -> None:
 
 def test_scan_filters_by_eval_and_last_run_reads_from_the_end(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
-    rows = [history.HistoryRow(eval_id=f"e{n % 3}", run_id=f"r{n // 3}", mode="run",
-                               status="pass", k=7, build_ts=AT)
-            for n in range(3000)]
+    rows = [
+        history.HistoryRow(
+            eval_id=f"e{n % 3}", run_id=f"r{n // 3}", mode="run", status="pass", k=7, build_ts=AT
+        )
+        for n in range(3000)
+    ]
     history.append(path, rows)
     with path.open("a") as handle:
         handle.write('{"eval_id": "e1", "run_id": "hand", "status": "fail"}\n{"torn": ')

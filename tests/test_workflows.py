@@ -43,14 +43,16 @@ def test_action_is_composite_and_exposes_every_output() -> None:
 
 
 def test_action_installs_from_its_own_path_into_an_isolated_environment() -> None:
-    install = next(s for s in load(REPO / "action.yml")["runs"]["steps"]
-                   if "pip install" in s.get("run", ""))
+    install = next(
+        s for s in load(REPO / "action.yml")["runs"]["steps"] if "pip install" in s.get("run", "")
+    )
     assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
     assert "python3 -m venv" in install["run"] and '"$ACTION_PATH"' in install["run"]
 
 
-@pytest.mark.parametrize("path", [REPO / "action.yml", *sorted(WORKFLOWS.glob("*.yml"))],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [REPO / "action.yml", *sorted(WORKFLOWS.glob("*.yml"))], ids=lambda p: p.name
+)
 def test_no_expression_is_spliced_into_a_script(path: Path) -> None:
     """Inputs reach scripts through env:, never as ${{ }} inside `run:` (script injection)."""
     for script in scripts(load(path)):
@@ -60,8 +62,10 @@ def test_no_expression_is_spliced_into_a_script(path: Path) -> None:
 @pytest.mark.parametrize("name", ["ci.yml", "firewall.yml", "nightly.yml"])
 def test_workflows_have_minimal_permissions_and_concurrency(name: str) -> None:
     workflow = load(WORKFLOWS / name)
-    assert "permissions" in workflow and workflow["permissions"].get("contents") in ("read",
-                                                                                      "write")
+    assert "permissions" in workflow and workflow["permissions"].get("contents") in (
+        "read",
+        "write",
+    )
     assert "write-all" not in str(workflow["permissions"])
     assert workflow["concurrency"]["group"]
     for job in workflow["jobs"].values():

@@ -53,11 +53,12 @@ def judge_calibration(seed: int) -> firewall.TrialResult:
     verdicts = [judge(r["reply"], rng) for r in replies]
     kappa = cohen_kappa(human, verdicts)
     if kappa is None:  # one label throughout: agreement cannot be told from chance
-        return firewall.TrialResult(error="kappa is undefined: the judge and the humans used "
-                                          "a single label throughout")
+        return firewall.TrialResult(
+            error="kappa is undefined: the judge and the humans used a single label throughout"
+        )
     return firewall.TrialResult(
         score=max(0.0, kappa),  # below-chance agreement fails the gate all the same
-        items={r["id"]: float(v == h) for r, v, h in zip(replies, verdicts, human)},
+        items={r["id"]: float(v == h) for r, v, h in zip(replies, verdicts, human, strict=True)},
         fields={"judge_pass_rate": round(verdicts.count("pass") / len(verdicts), 2)},
         model_id=JUDGE_ID,
     )

@@ -72,9 +72,21 @@ def main() -> None:
     """
 
 
-for command in (run.run, probe.probe, gate.gate, nightly.nightly_command, status.status,
-                quarantine.quarantine, calibrate.calibrate_command, listing.list_evals,
-                replay.replay, report.report, schema.schema, history_cmd.history_group, init.init):
+for command in (
+    run.run,
+    probe.probe,
+    gate.gate,
+    nightly.nightly_command,
+    status.status,
+    quarantine.quarantine,
+    calibrate.calibrate_command,
+    listing.list_evals,
+    replay.replay,
+    report.report,
+    schema.schema,
+    history_cmd.history_group,
+    init.init,
+):
     main.add_command(command)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,7 +31,12 @@ def calibrate_command(config_path: Path | None, as_json: bool) -> None:
         output.echo(result.model_dump_json(indent=2))
         return
     if result.overall.points == 0:
-        raise FirewallError(f"{settings.history}: no probes recorded yet; calibrate after some "
-                            "runs (two weeks of history is a good start)")
-    output.echo(output.calibration_text(result, prefix=project.config.prefix,
-                                        history=settings.history, min_points=MIN_POINTS))
+        raise FirewallError(
+            f"{settings.history}: no probes recorded yet; calibrate after some "
+            "runs (two weeks of history is a good start)"
+        )
+    output.echo(
+        output.calibration_text(
+            result, prefix=project.config.prefix, history=settings.history, min_points=MIN_POINTS
+        )
+    )

@@ -18,15 +18,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def config_option(fn: F) -> F:
     return click.option(
-        "--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+        "--config",
+        "config_path",
+        type=click.Path(path_type=Path, dir_okay=False),
         help="firewall.toml or pyproject.toml to read (default: ./firewall.toml, else "
-             "[tool.firewall] in ./pyproject.toml).",
+        "[tool.firewall] in ./pyproject.toml).",
     )(fn)
 
 
 def selection_options(fn: F) -> F:
-    fn = click.option("--tag", "tags", multiple=True, metavar="TAG",
-                      help="Only evals carrying this tag (repeat to require several).")(fn)
+    fn = click.option(
+        "--tag",
+        "tags",
+        multiple=True,
+        metavar="TAG",
+        help="Only evals carrying this tag (repeat to require several).",
+    )(fn)
     return click.argument("ids", nargs=-1, metavar="[IDS]...")(fn)
 
 
@@ -61,7 +68,9 @@ class Project:
     cwd: Path
 
 
-def load_project(config_path: Path | None, ids: Sequence[str] = (), tags: Sequence[str] = ()) -> Project:
+def load_project(
+    config_path: Path | None, ids: Sequence[str] = (), tags: Sequence[str] = ()
+) -> Project:
     cwd = Path.cwd()
     config = load_config(config_path, cwd)
     specs = select(discover(config, cwd), ids, tags)

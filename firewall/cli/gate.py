@@ -13,18 +13,28 @@ from firewall.effects import after_decision
 
 
 @click.command()
-@click.argument("parts", nargs=-1, required=True,
-                type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("parts", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @config_option
-@click.option("--report", type=click.Path(path_type=Path, dir_okay=False),
-              help="Where to write the JSON artefact (default: the config's `report`).")
+@click.option(
+    "--report",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Where to write the JSON artefact (default: the config's `report`).",
+)
 @click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")
 @click.option("--dry-run", is_flag=True, help="Decide and print; change no file and no issue.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
-def gate(parts: tuple[Path, ...], config_path: Path | None, report: Path | None,
-         no_issues: bool, dry_run: bool, fmt: str, verbose: bool) -> None:
+def gate(
+    parts: tuple[Path, ...],
+    config_path: Path | None,
+    report: Path | None,
+    no_issues: bool,
+    dry_run: bool,
+    fmt: str,
+    verbose: bool,
+) -> None:
     """Decide the evals probed in PARTS (from `firewall probe --out`), as `run` would.
 
     Exit codes are those of `firewall run`.
@@ -32,7 +42,8 @@ def gate(parts: tuple[Path, ...], config_path: Path | None, report: Path | None,
     project = Project(config=load_config(config_path, Path.cwd()), specs=[], cwd=Path.cwd())
     options = pipeline.RunOptions(dry_run=dry_run, report=report)
     outcome = pipeline.gate(project.config, parts, options, cwd=project.cwd)
-    output.show_outcome(outcome, fmt=fmt, verbose=verbose,
-                        registry=project.config.settings.registry)
+    output.show_outcome(
+        outcome, fmt=fmt, verbose=verbose, registry=project.config.settings.registry
+    )
     after_decision(project, outcome, dry_run=dry_run, no_issues=no_issues)
     raise SystemExit(outcome.exit_code)

@@ -11,8 +11,12 @@ from firewall.scaffold import ACTION_REF, scaffold
 
 
 @click.command()
-@click.option("--action", default=ACTION_REF, show_default=True,
-              help="What the workflows put after `uses:` (a fork, a tag, a commit).")
+@click.option(
+    "--action",
+    default=ACTION_REF,
+    show_default=True,
+    help="What the workflows put after `uses:` (a fork, a tag, a commit).",
+)
 def init(action: str) -> None:
     """Scaffold firewall.toml, evals/example_eval.py and two GitHub workflows here.
 
@@ -24,5 +28,7 @@ def init(action: str) -> None:
         verb = "created" if planned.created else "skipped"
         note = f" ({planned.note})" if planned.note else ""
         output.echo(f"{verb:8} {planned.path.relative_to(root)}{note}")
-    output.echo("next: `firewall list` to see the evals, `firewall run` to probe and gate them; "
-                "add firewall-report.json to .gitignore and commit quarantine.json when it appears")
+    output.echo(
+        "next: `firewall list` to see the evals, `firewall run` to probe and gate them; "
+        "add firewall-report.json to .gitignore and commit quarantine.json when it appears"
+    )

@@ -15,10 +15,12 @@ from firewall.lint import warnings_for
 @click.command(name="list")
 @selection_options
 @config_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
-def list_evals(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None,
-               fmt: str) -> None:
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def list_evals(
+    ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, fmt: str
+) -> None:
     """List the evals a run would probe, with effective settings and source location.
 
     Warns about gates that cannot be met at all, such as a `min_pass_rate`
@@ -37,16 +39,25 @@ def list_evals(ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | 
         return
     header = ("EVAL", "KIND", "K", "THRESHOLD", "FLAKINESS", "TIMEOUT", "GATE", "TAGS", "SOURCE")
     rows = [
-        (spec.id, spec.kind if spec.result == "json" else "exit-code", str(spec.k),
-         output.number(spec.threshold), output.number(spec.flakiness), f"{spec.timeout:g}s",
-         ("blocking" if spec.blocking else "non-blocking")
-         + (f", pass rate >= {output.number(spec.min_pass_rate)}" if spec.min_pass_rate else ""),
-         ",".join(spec.tags) or "-", str(spec.source))
+        (
+            spec.id,
+            spec.kind if spec.result == "json" else "exit-code",
+            str(spec.k),
+            output.number(spec.threshold),
+            output.number(spec.flakiness),
+            f"{spec.timeout:g}s",
+            ("blocking" if spec.blocking else "non-blocking")
+            + (f", pass rate >= {output.number(spec.min_pass_rate)}" if spec.min_pass_rate else ""),
+            ",".join(spec.tags) or "-",
+            str(spec.source),
+        )
         for spec in project.specs
     ]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
-        output.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        output.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
     for spec in project.specs:
         for note in notes[spec.id]:
             output.warn(f"{spec.id} ({spec.source}): {note}")

@@ -15,19 +15,38 @@ from firewall.registry import Registry
 
 @click.command(name="nightly")
 @config_option
-@click.option("--all", "probe_all", is_flag=True,
-              help="Probe every eval, and quarantine those that turned unstable.")
+@click.option(
+    "--all",
+    "probe_all",
+    is_flag=True,
+    help="Probe every eval, and quarantine those that turned unstable.",
+)
 @click.option("--k", type=click.IntRange(min=3), help="Trials per eval (default: [nightly] k).")
-@click.option("--seed", type=click.IntRange(min=0),
-              help="Base seed (default: a fresh one, recorded in the report).")
-@click.option("--report", type=click.Path(path_type=Path, dir_okay=False),
-              help="Where to write the JSON artefact (default: the config's `report`).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="Base seed (default: a fresh one, recorded in the report).",
+)
+@click.option(
+    "--report",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Where to write the JSON artefact (default: the config's `report`).",
+)
 @click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")
 @click.option("--dry-run", is_flag=True, help="Probe and print; change no file and no issue.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
-def nightly_command(config_path: Path | None, probe_all: bool, k: int | None, seed: int | None,
-                    report: Path | None, no_issues: bool, dry_run: bool, fmt: str) -> None:
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def nightly_command(
+    config_path: Path | None,
+    probe_all: bool,
+    k: int | None,
+    seed: int | None,
+    report: Path | None,
+    no_issues: bool,
+    dry_run: bool,
+    fmt: str,
+) -> None:
     """Re-probe every quarantined eval and move it toward release.
 
     A stable probe adds one to the eval's streak, an unstable one resets it,
@@ -54,10 +73,15 @@ def nightly_command(config_path: Path | None, probe_all: bool, k: int | None, se
         for event in outcome.events:
             if event.kind in ("released", "quarantined", "missing"):
                 output.echo_untrusted(f"{event.eval_id}: {event.message}")
-        output.echo(f"base seed {artefact.run.base_seed}"
-                    + ("" if artefact.run.complete else " -- INTERRUPTED, nothing was counted"))
-        output.echo(f"report: {outcome.report_path}" if outcome.report_path
-                    else "dry run: no file was changed")
+        output.echo(
+            f"base seed {artefact.run.base_seed}"
+            + ("" if artefact.run.complete else " -- INTERRUPTED, nothing was counted")
+        )
+        output.echo(
+            f"report: {outcome.report_path}"
+            if outcome.report_path
+            else "dry run: no file was changed"
+        )
     sync_after_nightly(project, outcome, entries, dry_run=dry_run, no_issues=no_issues)
     warn_overdue(project)
     publish_github(project, artefact, outcome.report_path)

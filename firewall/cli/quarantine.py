@@ -29,8 +29,9 @@ def quarantine() -> None:
 @click.option("--owner", help="GitHub login or team responsible for the fix.")
 @click.option("--no-issues", is_flag=True, help="Open no GitHub issue for it.")
 @config_option
-def add(eval_id: str, reason: str, owner: str | None, no_issues: bool,
-        config_path: Path | None) -> None:
+def add(
+    eval_id: str, reason: str, owner: str | None, no_issues: bool, config_path: Path | None
+) -> None:
     """Quarantine EVAL_ID: runs skip it until it is released."""
     project = load_project(config_path)
     spec = next((s for s in project.specs if s.id == eval_id), None)
@@ -40,15 +41,22 @@ def add(eval_id: str, reason: str, owner: str | None, no_issues: bool,
     at = now()
     with Registry(project.cwd / settings.registry).edit() as entries:
         if eval_id in entries:
-            raise UsageError(f"{eval_id} is already quarantined since "
-                             f"{entries[eval_id].since:%Y-%m-%d}: {entries[eval_id].reason}")
+            raise UsageError(
+                f"{eval_id} is already quarantined since "
+                f"{entries[eval_id].since:%Y-%m-%d}: {entries[eval_id].reason}"
+            )
         entries[eval_id] = Entry(
-            since=at, source="manual", reason=reason, git_sha=git_info(project.cwd)["git_sha"],
+            since=at,
+            source="manual",
+            reason=reason,
+            git_sha=git_info(project.cwd)["git_sha"],
             review_by=at + dt.timedelta(days=settings.nightly.review_days),
             owner=(owner or spec.owner or "").lstrip("@") or None,
         )
-    output.echo(f"quarantined {eval_id} in {settings.registry} (review by "
-                f"{at + dt.timedelta(days=settings.nightly.review_days):%Y-%m-%d})")
+    output.echo(
+        f"quarantined {eval_id} in {settings.registry} (review by "
+        f"{at + dt.timedelta(days=settings.nightly.review_days):%Y-%m-%d})"
+    )
     sync_after_add(project, eval_id, no_issues=no_issues)
 
 
@@ -65,8 +73,11 @@ def release(eval_id: str, reason: str | None, no_issues: bool, config_path: Path
         if eval_id not in entries:
             if not entries:
                 raise UsageError(f"{eval_id} is not quarantined: {registry.path.name} is empty")
-            raise UsageError(unknown_eval_message(eval_id, entries).replace(
-                "no eval with id", "no quarantined eval with id"))
+            raise UsageError(
+                unknown_eval_message(eval_id, entries).replace(
+                    "no eval with id", "no quarantined eval with id"
+                )
+            )
         released = entries.pop(eval_id)
     output.echo(f"released {eval_id}" + (f": {reason}" if reason else ""))
     sync_after_release(project, eval_id, released, reason, no_issues=no_issues)
@@ -85,6 +96,8 @@ def list_entries(config_path: Path | None) -> None:
     for eval_id, entry in sorted(entries.items()):
         overdue = "  REVIEW OVERDUE" if entry.overdue(at) else ""
         owner = f"  @{entry.owner}" if entry.owner else ""
-        output.echo_untrusted(f"{eval_id}  {entry.source}  since {entry.since:%Y-%m-%d}  "
-                    f"streak {entry.stable_streak}/{config.settings.nightly.release_after}"
-                    f"{owner}{overdue}  {entry.reason}")
+        output.echo_untrusted(
+            f"{eval_id}  {entry.source}  since {entry.since:%Y-%m-%d}  "
+            f"streak {entry.stable_streak}/{config.settings.nightly.release_after}"
+            f"{owner}{overdue}  {entry.reason}"
+        )

@@ -36,7 +36,9 @@ def _html(artefact: Artefact, source: Path) -> str:
 # Imported on use: each renderer pulls in jinja2 or ElementTree, and a command
 # needs only one of them.
 RENDERERS: dict[str, Callable[[Artefact, Path], str]] = {
-    "markdown": _markdown, "junit": _junit, "html": _html,
+    "markdown": _markdown,
+    "junit": _junit,
+    "html": _html,
 }
 
 
@@ -45,8 +47,11 @@ RENDERERS: dict[str, Callable[[Artefact, Path], str]] = {
 @click.option("--markdown", is_flag=True, help="The job summary as Markdown (the default).")
 @click.option("--junit", is_flag=True, help="JUnit XML for CI test reporters.")
 @click.option("--html", is_flag=True, help="One self-contained HTML page.")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the rendering here (atomically) instead of to stdout.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the rendering here (atomically) instead of to stdout.",
+)
 def report(artefact: Path, markdown: bool, junit: bool, html: bool, out: Path | None) -> None:
     """Render ARTEFACT, a saved firewall-report.json, as Markdown, JUnit XML or HTML.
 
@@ -56,8 +61,9 @@ def report(artefact: Path, markdown: bool, junit: bool, html: bool, out: Path | 
     reporter agrees with the firewall's exit code. Exits 0 once rendered,
     whatever the run decided.
     """
-    chosen = [name for name, flag in (("markdown", markdown), ("junit", junit), ("html", html))
-              if flag]
+    chosen = [
+        name for name, flag in (("markdown", markdown), ("junit", junit), ("html", html)) if flag
+    ]
     if len(chosen) > 1:
         raise UsageError(f"choose one of --markdown, --junit, --html (got {', '.join(chosen)})")
     fmt = chosen[0] if chosen else "markdown"

@@ -13,7 +13,9 @@ from firewall.report.artefact import Artefact
 from firewall.trial import TrialPayload
 
 SCHEMAS: dict[str, type[BaseModel]] = {
-    "artefact": Artefact, "registry": RegistryFile, "trial-result": TrialPayload,
+    "artefact": Artefact,
+    "registry": RegistryFile,
+    "trial-result": TrialPayload,
 }
 
 
@@ -27,6 +29,8 @@ def schema(which: str | None) -> None:
     if which:
         document = SCHEMAS[which].model_json_schema(by_alias=True, mode="serialization")
     else:
-        document = {name: model.model_json_schema(by_alias=True, mode="serialization")
-                    for name, model in SCHEMAS.items()}
+        document = {
+            name: model.model_json_schema(by_alias=True, mode="serialization")
+            for name, model in SCHEMAS.items()
+        }
     output.echo(json.dumps(document, indent=2, sort_keys=True))

@@ -16,8 +16,13 @@ from firewall.timeutil import now
 
 @click.command()
 @config_option
-@click.option("--days", type=click.IntRange(min=1), default=14, show_default=True,
-              help="How far back the trend reaches.")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    default=14,
+    show_default=True,
+    help="How far back the trend reaches.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The same data as JSON, for scripts.")
 def status(config_path: Path | None, days: int, as_json: bool) -> None:
     """Show every quarantined eval: age, reason, numbers, streak, trend, issue, owner.
@@ -31,10 +36,16 @@ def status(config_path: Path | None, days: int, as_json: bool) -> None:
     entries = Registry(cwd / settings.registry).read()
     defined = _defined_ids(config_path, set(entries))
     path = cwd / settings.history
-    view = triage.build(entries, history.scan(path, entries), last_rows=history.last_run(path),
-                        at=now(),
-                        registry=settings.registry, release_after=settings.nightly.release_after,
-                        days=days, defined=defined)
+    view = triage.build(
+        entries,
+        history.scan(path, entries),
+        last_rows=history.last_run(path),
+        at=now(),
+        registry=settings.registry,
+        release_after=settings.nightly.release_after,
+        days=days,
+        defined=defined,
+    )
     if as_json:
         output.echo(view.model_dump_json(indent=2))
         return

@@ -88,7 +88,8 @@ def _retry(transport: Transport) -> Retry:
     # POST is left out: a create that timed out may have happened, and retrying it
     # would open a duplicate; the next run finds the issue by its marker instead.
     return _BoundedRetry(
-        total=transport.retries, backoff_factor=transport.backoff,
+        total=transport.retries,
+        backoff_factor=transport.backoff,
         status_forcelist=(500, 502, 503, 504),
         allowed_methods=frozenset({"GET", "HEAD", "PATCH", "PUT", "DELETE"}),
         raise_on_status=False,
@@ -98,8 +99,15 @@ def _retry(transport: Transport) -> Retry:
 class GitHubIssues:
     """The tracker on a real GitHub (or GitHub Enterprise) repository, through PyGithub."""
 
-    def __init__(self, repository: str, token: str, *, labels: Sequence[str] = (DEFAULT_LABEL,),
-                 base_url: str = DEFAULT_API_URL, transport: Transport = Transport()) -> None:
+    def __init__(
+        self,
+        repository: str,
+        token: str,
+        *,
+        labels: Sequence[str] = (DEFAULT_LABEL,),
+        base_url: str = DEFAULT_API_URL,
+        transport: Transport = Transport(),
+    ) -> None:
         self.repository = repository
         self.labels = list(labels) or [DEFAULT_LABEL]
         self.base_url = base_url.rstrip("/")
@@ -107,8 +115,11 @@ class GitHubIssues:
         self._token = token
         self._transport = transport
         self._client = Github(
-            auth=Auth.Token(token), base_url=self.base_url, timeout=transport.timeout,
-            retry=_retry(transport), per_page=100,
+            auth=Auth.Token(token),
+            base_url=self.base_url,
+            timeout=transport.timeout,
+            retry=_retry(transport),
+            per_page=100,
             seconds_between_requests=transport.request_gap or None,
             seconds_between_writes=transport.write_gap or None,
         )
@@ -124,13 +135,17 @@ class GitHubIssues:
         existing = self._open_issue_objects(action).get(eval_id)
         if existing is not None:
             with self._calling(f"comment on issue #{existing.number} for {eval_id}"):
-                existing.create_comment(render_template("issue_comment_quarantined.md.j2",
-                                                **quarantine_view(eval_id, ctx)))
+                existing.create_comment(
+                    render_template(
+                        "issue_comment_quarantined.md.j2", **quarantine_view(eval_id, ctx)
+                    )
+                )
             return existing.number
         with self._calling(action):
             self._ensure_labels()
             issue = self._repository().create_issue(
-                title=issue_title(eval_id), body=render_body(eval_id, ctx), labels=self.labels)
+                title=issue_title(eval_id), body=render_body(eval_id, ctx), labels=self.labels
+            )
         self._open_issue_objects(action)[eval_id] = issue
         owner = ctx.entry.owner or (ctx.report.owner if ctx.report else None)
         if owner:
@@ -162,13 +177,17 @@ class GitHubIssues:
             return
         found = self._marked_issue(eval_id, number, action)
         if found.state != "closed":  # closed by hand already: nothing left to say
-            self._close(eval_id, found, render_template("issue_comment_closed.md.j2", eval_id=eval_id,
-                                                message=message))
+            self._close(
+                eval_id,
+                found,
+                render_template("issue_comment_closed.md.j2", eval_id=eval_id, message=message),
+            )
 
     def open_issues(self) -> dict[str, int]:
         action = f"list the open issues labelled {self.labels[0]}"
-        return {eval_id: issue.number
-                for eval_id, issue in self._open_issue_objects(action).items()}
+        return {
+            eval_id: issue.number for eval_id, issue in self._open_issue_objects(action).items()
+        }
 
     # --- the calls behind them
 
@@ -180,8 +199,10 @@ class GitHubIssues:
         except GithubException as exc:
             message = f"GitHub refused to {action}: {_http_problem(exc)}"
         except requests.RequestException as exc:
-            message = (f"could not reach GitHub at {self.base_url} to {action}: "
-                       f"{_network_problem(exc, self._transport.timeout)}")
+            message = (
+                f"could not reach GitHub at {self.base_url} to {action}: "
+                f"{_network_problem(exc, self._transport.timeout)}"
+            )
         else:
             return
         # `from None`: the request behind the exception carries the token in its headers.
@@ -210,9 +231,11 @@ class GitHubIssues:
         with self._calling(action):
             issue = self._repository().get_issue(number)
         if marked_eval(issue.body or "") != eval_id:
-            raise IssueError(f"issue #{number} is not the firewall's issue for {eval_id} (no "
-                             f"marker <!-- firewall:eval={eval_id} --> in its body); left it "
-                             f"alone; set its `issue` to null in the registry to open a new one")
+            raise IssueError(
+                f"issue #{number} is not the firewall's issue for {eval_id} (no "
+                f"marker <!-- firewall:eval={eval_id} --> in its body); left it "
+                f"alone; set its `issue` to null in the registry to open a new one"
+            )
         return issue
 
     def _ensure_labels(self) -> None:
@@ -244,11 +267,14 @@ class GitHubIssues:
                 if all(user.login.lower() != login.lower() for user in issue.assignees):
                     why = "GitHub did not accept the login as an assignee"
         if why:
-            self.notes.append(f"issue #{issue.number} for {eval_id} is unassigned: could not "
-                              f"assign owner {login}: {why}")
+            self.notes.append(
+                f"issue #{issue.number} for {eval_id} is unassigned: could not "
+                f"assign owner {login}: {why}"
+            )
             with contextlib.suppress(IssueError), self._calling(f"comment on #{issue.number}"):
-                issue.create_comment(render_template("issue_comment_unassigned.md.j2", owner=login,
-                                             why=why))
+                issue.create_comment(
+                    render_template("issue_comment_unassigned.md.j2", owner=login, why=why)
+                )
 
     def _close(self, eval_id: str, issue: Issue, comment: str) -> None:
         with self._calling(f"close issue #{issue.number} for {eval_id}"):
@@ -258,20 +284,26 @@ class GitHubIssues:
             del self._open[eval_id]
 
 
-def from_environment(labels: Sequence[str], env: Mapping[str, str], *,
-                     transport: Transport = Transport()) -> GitHubIssues | None:
+def from_environment(
+    labels: Sequence[str], env: Mapping[str, str], *, transport: Transport = Transport()
+) -> GitHubIssues | None:
     """The tracker for the repository Actions runs in; None without a token and a repository."""
     token, repository = env.get("GITHUB_TOKEN", ""), env.get("GITHUB_REPOSITORY", "")
     if not token or not repository:
         return None
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
         raise IssueError(f"GITHUB_REPOSITORY must be OWNER/NAME, got {repository!r}")
-    return GitHubIssues(repository, token, labels=labels,
-                        base_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL, transport=transport)
-
+    return GitHubIssues(
+        repository,
+        token,
+        labels=labels,
+        base_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL,
+        transport=transport,
+    )
 
 
 # --- failures, in words
+
 
 def _http_problem(exc: GithubException) -> str:
     status = exc.status
@@ -284,8 +316,10 @@ def _http_problem(exc: GithubException) -> str:
     if status == 401:
         return f"{text} (is GITHUB_TOKEN valid and unexpired?)"
     if status == 403 and "not accessible by integration" in message.lower():
-        return (f"{text} (a read-only token on a fork PR? the workflow needs `permissions: "
-                f"issues: write`)")
+        return (
+            f"{text} (a read-only token on a fork PR? the workflow needs `permissions: "
+            f"issues: write`)"
+        )
     if status == 404:
         return f"{text} (does GITHUB_REPOSITORY name the repository, and can the token see it?)"
     if status >= 500:

@@ -80,21 +80,25 @@ class IssueTracker(Protocol):
 class RecordingIssues:
     """A tracker that changes nothing on GitHub and records what it would have done."""
 
-    def __init__(self, labels: Sequence[str] = (DEFAULT_LABEL,),
-                 echo: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, labels: Sequence[str] = (DEFAULT_LABEL,), echo: Callable[[str], None] | None = None
+    ) -> None:
         self.labels = list(labels) or [DEFAULT_LABEL]
         self.actions: list[str] = []
         self._echo = echo
 
     def open_or_comment(self, eval_id: str, ctx: IssueContext) -> int | None:
         if ctx.entry.issue is not None:
-            self._say(f"would comment on issue #{ctx.entry.issue} for {eval_id} (quarantined "
-                      f"again)")
+            self._say(
+                f"would comment on issue #{ctx.entry.issue} for {eval_id} (quarantined again)"
+            )
             return ctx.entry.issue
         owner = ctx.entry.owner or (ctx.report.owner if ctx.report else None)
         assignee = f", assignee {owner.removeprefix('@')}" if owner else ""
-        self._say(f"would open issue for {eval_id} (labels {', '.join(self.labels)}{assignee}),"
-                  f" or comment on its open one")
+        self._say(
+            f"would open issue for {eval_id} (labels {', '.join(self.labels)}{assignee}),"
+            f" or comment on its open one"
+        )
         return None
 
     def update_status(self, eval_id: str, issue: int, ctx: IssueContext, event: Event) -> None:
@@ -115,9 +119,14 @@ class RecordingIssues:
             self._echo(line)
 
 
-def catch_up(tracker: IssueTracker, entries: Mapping[str, Entry],
-             context: Callable[[str, Entry], IssueContext], record: Callable[[str, int], None],
-             *, close_strays: bool) -> None:
+def catch_up(
+    tracker: IssueTracker,
+    entries: Mapping[str, Entry],
+    context: Callable[[str, Entry], IssueContext],
+    record: Callable[[str, int], None],
+    *,
+    close_strays: bool,
+) -> None:
     """Make GitHub agree with the registry, which is the truth.
 
     An entry without its open issue adopts the one found by marker, or gets a
@@ -140,6 +149,7 @@ def catch_up(tracker: IssueTracker, entries: Mapping[str, Entry],
 
 # --- issue text
 
+
 def issue_title(eval_id: str) -> str:
     return f"Flaky eval quarantined: {eval_id}"
 
@@ -147,20 +157,36 @@ def issue_title(eval_id: str) -> str:
 def render_body(eval_id: str, ctx: IssueContext) -> str:
     report, entry = ctx.report, ctx.entry
     trials = sorted(report.trials, key=lambda t: t.index) if report else []
-    failures = [{"index": t.index, "seed": t.seed, "what": "errored" if t.error else "broke",
-                 "text": t.error or ", ".join(t.violations)}
-                for t in trials if t.error or t.violations]
+    failures = [
+        {
+            "index": t.index,
+            "seed": t.seed,
+            "what": "errored" if t.error else "broke",
+            "text": t.error or ", ".join(t.violations),
+        }
+        for t in trials
+        if t.error or t.violations
+    ]
     passed = sum(1 for t in trials if t.passed)
     return render_template(
-        "issue_body.md.j2", **quarantine_view(eval_id, ctx),
+        "issue_body.md.j2",
+        **quarantine_view(eval_id, ctx),
         threshold=report.threshold if report else None,
         flakiness=report.flakiness if report else None,
         pass_rate=f"{passed} of {len(trials)}" if trials else "",
-        since=to_text(entry.since), owner=entry.owner or (report.owner if report else None),
+        since=to_text(entry.since),
+        owner=entry.owner or (report.owner if report else None),
         source=str(report.source) if report else None,
-        trials=[{"index": t.index, "seed": t.seed, "score": t.score, "in_flight": t.in_flight,
-                 "passed": "error" if t.error else ("yes" if t.passed else "no")}
-                for t in trials[:MAX_TRIALS_SHOWN]],
+        trials=[
+            {
+                "index": t.index,
+                "seed": t.seed,
+                "score": t.score,
+                "in_flight": t.in_flight,
+                "passed": "error" if t.error else ("yes" if t.passed else "no"),
+            }
+            for t in trials[:MAX_TRIALS_SHOWN]
+        ],
         more_trials=max(0, len(trials) - MAX_TRIALS_SHOWN),
         failures=failures[:MAX_FAILURES_SHOWN],
         status=status_view(ctx, None, "unstable"),
@@ -173,9 +199,16 @@ def _diagnostics_view(report: EvalReport | None) -> dict[str, list[str]]:
     if report is None:
         return {"hints": [], "checks": [], "flips": [], "drift": []}
     drifting = [
-        describe_drift(FieldDrift(name=name, drift=rate, distribution=report.distributions.get(
-            name, []), trials=sum(v.count for v in report.distributions.get(name, []))))
-        for name, rate in sorted(report.drift.items(), key=lambda item: -item[1]) if rate > 0
+        describe_drift(
+            FieldDrift(
+                name=name,
+                drift=rate,
+                distribution=report.distributions.get(name, []),
+                trials=sum(v.count for v in report.distributions.get(name, [])),
+            )
+        )
+        for name, rate in sorted(report.drift.items(), key=lambda item: -item[1])
+        if rate > 0
     ]
     return {
         "hints": [describe_hint(hint) for hint in report.hints],
@@ -187,20 +220,32 @@ def _diagnostics_view(report: EvalReport | None) -> dict[str, list[str]]:
 
 def quarantine_view(eval_id: str, ctx: IssueContext) -> dict[str, Any]:
     report, entry = ctx.report, ctx.entry
-    return {"eval_id": eval_id, "reason": report.reason if report else entry.reason,
-            "median": report.stats.median if report else entry.median,
-            "iqr": report.stats.iqr if report else entry.iqr,
-            "k": report.k if report else entry.k, "git_sha": entry.git_sha,
-            "replay": ctx.replay, "trend": ctx.trend}
+    return {
+        "eval_id": eval_id,
+        "reason": report.reason if report else entry.reason,
+        "median": report.stats.median if report else entry.median,
+        "iqr": report.stats.iqr if report else entry.iqr,
+        "k": report.k if report else entry.k,
+        "git_sha": entry.git_sha,
+        "replay": ctx.replay,
+        "trend": ctx.trend,
+    }
 
 
 def status_view(ctx: IssueContext, event: Event | None, state: str) -> dict[str, Any]:
     view = quarantine_view("", ctx)
     last = ctx.entry.last_probe or ctx.entry.since
-    return {"state": state, "streak": event.streak if event else ctx.entry.stable_streak,
-            "release_after": (event.release_after if event else 0) or ctx.release_after,
-            "last_probe": to_text(last), "median": view["median"], "iqr": view["iqr"],
-            "k": view["k"], "trend": ctx.trend, "message": event.message if event else ""}
+    return {
+        "state": state,
+        "streak": event.streak if event else ctx.entry.stable_streak,
+        "release_after": (event.release_after if event else 0) or ctx.release_after,
+        "last_probe": to_text(last),
+        "median": view["median"],
+        "iqr": view["iqr"],
+        "k": view["k"],
+        "trend": ctx.trend,
+        "message": event.message if event else "",
+    }
 
 
 def marked_eval(body: str) -> str | None:
@@ -259,9 +304,13 @@ def _finalize(value: Any) -> Any:
 
 
 _TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("firewall.github", "templates"), autoescape=False,
-    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-    keep_trailing_newline=True, finalize=_finalize,
+    loader=jinja2.PackageLoader("firewall.github", "templates"),
+    autoescape=False,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    finalize=_finalize,
 )
 _TEMPLATES.filters.update(code=inline_code, fence=fenced, quote=quoted, num=_number)
 

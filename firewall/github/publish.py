@@ -56,8 +56,9 @@ def publish(
     if env.get("GITHUB_STEP_SUMMARY"):
         ids = [report.id for report in artefact.evals]
         trends = triage.trends(history.scan(history_path), ids, at=at)
-        markdown = render_summary(artefact, trends=trends, issue_links=links, overdue=late,
-                                  report=str(report_path))
+        markdown = render_summary(
+            artefact, trends=trends, issue_links=links, overdue=late, report=str(report_path)
+        )
         try:
             append_summary(Path(env["GITHUB_STEP_SUMMARY"]), markdown)
         except OSError as exc:

@@ -32,8 +32,14 @@ class Sync:
     warnings: list[str] = dataclasses.field(default_factory=list)
 
 
-def tracker_for(settings: Settings, env: Mapping[str, str], *, dry_run: bool, no_issues: bool,
-                echo: Callable[[str], None]) -> IssueTracker | None:
+def tracker_for(
+    settings: Settings,
+    env: Mapping[str, str],
+    *,
+    dry_run: bool,
+    no_issues: bool,
+    echo: Callable[[str], None],
+) -> IssueTracker | None:
     """Which tracker this run uses: none, a recording one (dry run), or GitHub's."""
     if not settings.github.issues:
         return None
@@ -46,11 +52,21 @@ def tracker_for(settings: Settings, env: Mapping[str, str], *, dry_run: bool, no
     return from_environment(settings.github.labels, env)
 
 
-def context(eval_id: str, entry: Entry, report: EvalReport | None, *, settings: Settings,
-            trends: Mapping[str, str]) -> IssueContext:
-    return IssueContext(report=report, entry=entry, replay=replay_command(eval_id, report),
-                        trend=trends.get(eval_id, ""),
-                        release_after=settings.nightly.release_after)
+def context(
+    eval_id: str,
+    entry: Entry,
+    report: EvalReport | None,
+    *,
+    settings: Settings,
+    trends: Mapping[str, str],
+) -> IssueContext:
+    return IssueContext(
+        report=report,
+        entry=entry,
+        replay=replay_command(eval_id, report),
+        trend=trends.get(eval_id, ""),
+        release_after=settings.nightly.release_after,
+    )
 
 
 def replay_command(eval_id: str, report: EvalReport | None) -> str:
@@ -62,8 +78,9 @@ def replay_command(eval_id: str, report: EvalReport | None) -> str:
     return f"firewall replay {eval_id} --seed {worst.seed} --trial {worst.index}"
 
 
-def _contexts(reports: Sequence[EvalReport], settings: Settings,
-              trends: Mapping[str, str]) -> Callable[[str, Entry], IssueContext]:
+def _contexts(
+    reports: Sequence[EvalReport], settings: Settings, trends: Mapping[str, str]
+) -> Callable[[str, Entry], IssueContext]:
     """Issue contexts that pair each registry entry with this run's probe of it."""
     by_id = {report.id: report for report in reports}
 
@@ -73,9 +90,15 @@ def _contexts(reports: Sequence[EvalReport], settings: Settings,
     return make
 
 
-def after_gate(tracker: IssueTracker, *, reports: Sequence[EvalReport], new: Sequence[str],
-               entries: Mapping[str, Entry], settings: Settings,
-               trends: Mapping[str, str]) -> Sync:
+def after_gate(
+    tracker: IssueTracker,
+    *,
+    reports: Sequence[EvalReport],
+    new: Sequence[str],
+    entries: Mapping[str, Entry],
+    settings: Settings,
+    trends: Mapping[str, str],
+) -> Sync:
     """A new quarantine opens (or comments on) its issue; older entries catch up."""
     sync = Sync()
     make = _contexts(reports, settings, trends)
@@ -90,9 +113,16 @@ def after_gate(tracker: IssueTracker, *, reports: Sequence[EvalReport], new: Seq
     return sync
 
 
-def after_nightly(tracker: IssueTracker, *, reports: Sequence[EvalReport], events: Sequence[Event],
-                  before: Mapping[str, Entry], after: Mapping[str, Entry], settings: Settings,
-                  trends: Mapping[str, str]) -> Sync:
+def after_nightly(
+    tracker: IssueTracker,
+    *,
+    reports: Sequence[EvalReport],
+    events: Sequence[Event],
+    before: Mapping[str, Entry],
+    after: Mapping[str, Entry],
+    settings: Settings,
+    trends: Mapping[str, str],
+) -> Sync:
     """Status blocks follow the streaks, releases close issues, then everything catches up."""
     sync = Sync()
     make = _contexts(reports, settings, trends)
@@ -116,7 +146,9 @@ def after_nightly(tracker: IssueTracker, *, reports: Sequence[EvalReport], event
 
 def after_release(tracker: IssueTracker, eval_id: str, entry: Entry, reason: str | None) -> Sync:
     sync = Sync()
-    message = "released by hand with `firewall quarantine release`" + (f": {reason}" if reason else "")
+    message = "released by hand with `firewall quarantine release`" + (
+        f": {reason}" if reason else ""
+    )
     with _guard(sync, tracker):
         tracker.close(eval_id, entry.issue, message)
     return sync
@@ -125,15 +157,16 @@ def after_release(tracker: IssueTracker, eval_id: str, entry: Entry, reason: str
 def after_add(tracker: IssueTracker, eval_id: str, entry: Entry, settings: Settings) -> Sync:
     sync = Sync()
     with _guard(sync, tracker):
-        number = tracker.open_or_comment(eval_id, context(eval_id, entry, None, settings=settings,
-                                                          trends={}))
+        number = tracker.open_or_comment(
+            eval_id, context(eval_id, entry, None, settings=settings, trends={})
+        )
         if number is not None:
             sync.numbers[eval_id] = number
     return sync
 
 
 def record(registry_path: Path, numbers: Mapping[str, int]) -> None:
-    """Write learnt issue numbers, for the entries that still exist; GitHub calls are done by now."""
+    """Write learnt issue numbers for the entries that still exist, after the GitHub calls."""
     if not numbers:
         return
     with Registry(registry_path).edit() as current:
@@ -154,7 +187,9 @@ class _guard:
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
         self.sync.warnings.extend(getattr(self.tracker, "notes", []))
         if isinstance(exc, IssueError):
-            self.sync.warnings.append(f"{exc}; the decision and exit code stand, and the next "
-                                      "run or nightly catches up on the issues")
+            self.sync.warnings.append(
+                f"{exc}; the decision and exit code stand, and the next "
+                "run or nightly catches up on the issues"
+            )
             return True
         return False

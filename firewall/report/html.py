@@ -37,6 +37,7 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # C0 and C1 controls other than tab, LF and CR: parse errors in HTML, noise on screen.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
+
 @dataclasses.dataclass(frozen=True)
 class TrialRow:
     index: int
@@ -120,8 +121,13 @@ def _context(artefact: Artefact) -> dict[str, Any]:
     ]
     result = result_for(summary.exit_code)
     headline = result.upper() + ("" if run.complete else " (interrupted)")
-    return {"result": result, "headline": headline, "info": info, "counts": counts,
-            "complete": run.complete}
+    return {
+        "result": result,
+        "headline": headline,
+        "info": info,
+        "counts": counts,
+        "complete": run.complete,
+    }
 
 
 def _view(report: EvalReport, position: int) -> EvalView:
@@ -157,8 +163,12 @@ def _view(report: EvalReport, position: int) -> EvalView:
 def _drift(report: EvalReport) -> tuple[str, ...]:
     """Drifting fields first, each with its most common values."""
     entries = [
-        FieldDrift(name=name, drift=rate, trials=len(report.trials),
-                   distribution=report.distributions.get(name, []))
+        FieldDrift(
+            name=name,
+            drift=rate,
+            trials=len(report.trials),
+            distribution=report.distributions.get(name, []),
+        )
         for name, rate in report.drift.items()
     ]
     entries.sort(key=lambda entry: -entry.drift)

@@ -109,8 +109,13 @@ def _properties(artefact: Artefact) -> ET.Element:
 def _testcase(report: EvalReport) -> ET.Element:
     # Trials may overlap, so this is compute time, not wall time: what the eval costs.
     duration = sum(trial.duration_s for trial in report.trials)
-    case = ET.Element("testcase", classname=CLASSNAME, name=legal(report.id),
-                      time=_seconds(duration), file=legal(report.source.file))
+    case = ET.Element(
+        "testcase",
+        classname=CLASSNAME,
+        name=legal(report.id),
+        time=_seconds(duration),
+        file=legal(report.source.file),
+    )
     if report.source.line is not None:
         case.set("line", str(report.source.line))
     outcome = _outcome(report)
@@ -128,8 +133,9 @@ def _outcome(report: EvalReport) -> ET.Element | None:
     if status in (Status.QUARANTINE, Status.QUARANTINED):
         return _element("skipped", f"{status.label}: {report.reason}", _details(report))
     if not report.blocking:
-        return _element("skipped", f"non-blocking {status.label}: {report.reason}",
-                        _details(report))
+        return _element(
+            "skipped", f"non-blocking {status.label}: {report.reason}", _details(report)
+        )
     tag = "failure" if status is Status.FAIL else "error"
     element = _element(tag, report.reason, _details(report))
     element.set("type", status.value)
@@ -165,18 +171,23 @@ def _errors(report: EvalReport) -> Iterable[str]:
 
 def _replay(report: EvalReport) -> str | None:
     """The command that reruns the first trial that errored or did not pass."""
-    culprit = next((t for t in report.trials if t.error is not None or t.passed is False
-                    or t.violations), None)
+    culprit = next(
+        (t for t in report.trials if t.error is not None or t.passed is False or t.violations), None
+    )
     if culprit is None:
         return None
-    return (f"firewall replay {shlex.quote(one_line(report.id))} --seed {culprit.seed} "
-            f"--trial {culprit.index}")
+    return (
+        f"firewall replay {shlex.quote(one_line(report.id))} --seed {culprit.seed} "
+        f"--trial {culprit.index}"
+    )
 
 
 def _numbers(report: EvalReport) -> str:
     stats = report.stats
-    parts = [f"{report.status.label}{'' if report.blocking else ' (non-blocking)'}",
-             f"k={len(report.trials) or report.k}"]
+    parts = [
+        f"{report.status.label}{'' if report.blocking else ' (non-blocking)'}",
+        f"k={len(report.trials) or report.k}",
+    ]
     for name, value in (("median", stats.median), ("iqr", stats.iqr)):
         if value is not None:
             parts.append(f"{name} {fmt(value)}")

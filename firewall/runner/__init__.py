@@ -68,8 +68,12 @@ class Runner:
         self._env = dict(os.environ)  # decoded once per run, not once per command trial
         with tempfile.TemporaryDirectory(prefix="firewall-") as scratch:
             slots = [
-                threading.Thread(target=self._slot, args=(n, pending, done, Path(scratch)),
-                                 name=f"firewall-slot-{n}", daemon=True)
+                threading.Thread(
+                    target=self._slot,
+                    args=(n, pending, done, Path(scratch)),
+                    name=f"firewall-slot-{n}",
+                    daemon=True,
+                )
                 for n in range(min(self._concurrency, len(tasks)))
             ]
             try:
@@ -121,11 +125,15 @@ class Runner:
                     in_flight = self._in_flight
                 position, task = item
                 # Only a command eval has a result file: no Path to build for a Python trial.
-                result_path = scratch if task.spec.kind == "python" else scratch / f"{position}.json"
+                result_path = (
+                    scratch if task.spec.kind == "python" else scratch / f"{position}.json"
+                )
                 started = time.perf_counter()
                 try:
                     outcome = execute(
-                        task, cwd=self._cwd, worker=worker,
+                        task,
+                        cwd=self._cwd,
+                        worker=worker,
                         result_path=result_path,
                         register=register,
                         base_env=self._env,
@@ -179,8 +187,18 @@ def execute(
 
 def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -> TrialRecord:
     if outcome.error is not None:
-        return error_record(index=task.index, seed=task.seed, error=outcome.error,
-                            duration_s=round(duration_s, 6), in_flight=in_flight)
-    return record_from_payload(outcome.payload, index=task.index, seed=task.seed,
-                               pass_score=task.spec.pass_score, duration_s=round(duration_s, 6),
-                               in_flight=in_flight)
+        return error_record(
+            index=task.index,
+            seed=task.seed,
+            error=outcome.error,
+            duration_s=round(duration_s, 6),
+            in_flight=in_flight,
+        )
+    return record_from_payload(
+        outcome.payload,
+        index=task.index,
+        seed=task.seed,
+        pass_score=task.spec.pass_score,
+        duration_s=round(duration_s, 6),
+        in_flight=in_flight,
+    )

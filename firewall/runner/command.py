@@ -36,7 +36,7 @@ def _devnull() -> int:
 
 
 def render(command: str, values: dict[str, str]) -> str:
-    """Replace {seed}, {trial}, {eval_id} and {result} by shell-quoted values; leave other braces."""
+    """Put shell-quoted values for {seed}, {trial}, {eval_id} and {result}; leave other braces."""
     return _PLACEHOLDER.sub(lambda match: shlex.quote(values[match.group(1)]), command)
 
 
@@ -60,7 +60,12 @@ def run_command(
     runner passes one copy of ``os.environ`` taken when its run starts, instead of
     copying it again for every trial; the default is ``os.environ`` as it is now.
     """
-    values = {"seed": str(seed), "trial": str(trial), "eval_id": eval_id, "result": str(result_path)}
+    values = {
+        "seed": str(seed),
+        "trial": str(trial),
+        "eval_id": eval_id,
+        "result": str(result_path),
+    }
     env = dict(os.environ if base_env is None else base_env)
     env.update(
         FIREWALL_SEED=str(seed),
@@ -91,8 +96,10 @@ def run_command(
     if exit_code_mode:
         if status in (0, 1):
             return Outcome(payload={"score": 1.0 if status == 0 else 0.0})
-        return Outcome(error=f"exit status {status} (a plain test passes with 0 and fails with 1)"
-                             f"{tail(stderr)}")
+        return Outcome(
+            error=f"exit status {status} (a plain test passes with 0 and fails with 1)"
+            f"{tail(stderr)}"
+        )
     return _result(result_path, stdout, status, stderr)
 
 
@@ -108,8 +115,10 @@ def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Out
         try:
             return Outcome(payload=json.loads(written))
         except ValueError as exc:
-            return Outcome(error=f"the FIREWALL_RESULT file is not valid JSON ({exc}); "
-                                 f"exit status {status}{tail(stderr)}")
+            return Outcome(
+                error=f"the FIREWALL_RESULT file is not valid JSON ({exc}); "
+                f"exit status {status}{tail(stderr)}"
+            )
     last = _last_line(stdout)
     if last.startswith(b"{"):
         try:
@@ -117,8 +126,10 @@ def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Out
         except ValueError:
             pass
     seen = "no output" if not last else "its last stdout line is not a JSON object"
-    return Outcome(error=f"no result: the command wrote no FIREWALL_RESULT file and {seen} "
-                         f"(exit status {status}){tail(stderr)}")
+    return Outcome(
+        error=f"no result: the command wrote no FIREWALL_RESULT file and {seen} "
+        f"(exit status {status}){tail(stderr)}"
+    )
 
 
 def _last_line(stdout: bytes) -> bytes:

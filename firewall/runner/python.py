@@ -219,5 +219,9 @@ class PythonWorker:
         self._log.seek(0)
         stderr = tail(self._log.read())
         self.kill()
-        how = f"was killed by {signal_name(-status)}" if status < 0 else f"exited with status {status}"
+        how = (
+            f"was killed by {signal_name(-status)}"
+            if status < 0
+            else f"exited with status {status}"
+        )
         return Outcome(error=f"the worker process {how} during the trial{stderr}")
