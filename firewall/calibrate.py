@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
-from firewall.stats import EPSILON
+from firewall.stats import EPSILON, percentile
 
 MIN_POINTS = 10
 PERCENTILE = 80
@@ -49,26 +48,15 @@ def calibrate(
 
 
 def _suggest(eval_id: str | None, values: list[float], current: float) -> Suggestion:
-    array = np.asarray(values, dtype=float)
-
     def share(limit: float) -> float:
-        return float(np.mean(array > limit + EPSILON)) if array.size else 0.0
+        return sum(value > limit + EPSILON for value in values) / len(values) if values else 0.0
 
-    if array.size < MIN_POINTS:
-        return Suggestion(
-            eval_id=eval_id,
-            points=int(array.size),
-            flakiness=None,
-            quarantined_share=None,
-            current=current,
-            current_share=share(current),
-        )
-    suggested = round(float(np.percentile(array, PERCENTILE)), 4)
+    suggested = round(percentile(values, PERCENTILE), 4) if len(values) >= MIN_POINTS else None
     return Suggestion(
         eval_id=eval_id,
-        points=int(array.size),
+        points=len(values),
         flakiness=suggested,
-        quarantined_share=share(suggested),
+        quarantined_share=None if suggested is None else share(suggested),
         current=current,
         current_share=share(current),
     )

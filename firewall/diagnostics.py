@@ -37,16 +37,15 @@ from __future__ import annotations
 import enum
 import itertools
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from firewall.policy import Check, fmt
-from firewall.stats import EPSILON, drift_rate, iqr
+from firewall.stats import EPSILON, drift_rate, iqr, percentile
 from firewall.trial import TrialRecord, shorten
 
 __all__ = [
@@ -247,14 +246,11 @@ def budget_summary(trials: Sequence[TrialRecord]) -> dict[str, float | None]:
         return [t.metrics[metric] for t in _measured(trials) if metric in t.metrics]
 
     latencies, tokens, costs = series("latency_ms"), series("tokens"), series("cost_usd")
-    p50 = p95 = None
-    if latencies:
-        p50, p95 = (float(v) for v in np.percentile(np.asarray(latencies, dtype=float), [50, 95]))
     return {
-        "p50_latency_ms": p50,
-        "p95_latency_ms": p95,
-        "mean_tokens": float(np.mean(tokens)) if tokens else None,
-        "mean_cost_usd": float(np.mean(costs)) if costs else None,
+        "p50_latency_ms": percentile(latencies, 50) if latencies else None,
+        "p95_latency_ms": percentile(latencies, 95) if latencies else None,
+        "mean_tokens": math.fsum(tokens) / len(tokens) if tokens else None,
+        "mean_cost_usd": math.fsum(costs) / len(costs) if costs else None,
     }
 
 
@@ -266,18 +262,33 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     if len(x) != len(y):
         raise ValueError(f"need paired samples, got {len(x)} and {len(y)} values")
     rank_x, rank_y = _ranks(x), _ranks(y)
-    if len(x) < 2 or np.ptp(rank_x) == 0 or np.ptp(rank_y) == 0:
+    if len(x) < 2 or len(set(rank_x)) == 1 or len(set(rank_y)) == 1:
         return None
-    return float(np.corrcoef(rank_x, rank_y)[0, 1])
+    return _pearson(rank_x, rank_y)
 
 
-def _ranks(values: Sequence[float]) -> npt.NDArray[np.float64]:
+def _ranks(values: Sequence[float]) -> list[float]:
     """1-based ranks, tied values sharing the mean of the ranks they span."""
-    _, inverse, counts = np.unique(
-        np.asarray(values, dtype=float), return_inverse=True, return_counts=True
-    )
-    ends = np.cumsum(counts)
-    return ((ends - counts + 1 + ends) / 2.0)[inverse.ravel()]
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        shared = (start + end) / 2 + 1
+        for position in range(start, end + 1):
+            ranks[order[position]] = shared
+        start = end + 1
+    return ranks
+
+
+def _pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    mean_x, mean_y = math.fsum(x) / len(x), math.fsum(y) / len(y)
+    dx = [v - mean_x for v in x]
+    dy = [v - mean_y for v in y]
+    covariance = math.fsum(a * b for a, b in zip(dx, dy, strict=True))
+    return covariance / math.sqrt(math.fsum(a * a for a in dx) * math.fsum(b * b for b in dy))
 
 
 # --- hints -------------------------------------------------------------------------------
@@ -444,8 +455,8 @@ def _bimodal_hint(trials: Sequence[TrialRecord]) -> Hint | None:
     # Plain tests score only 0 or 1: two values by construction, not two behaviours.
     if len(scores) < 4 or all(score in (0.0, 1.0) for score in scores):
         return None
-    gaps = np.diff(scores)
-    cut = int(np.argmax(gaps)) + 1
+    gaps = [b - a for a, b in itertools.pairwise(scores)]
+    cut = gaps.index(max(gaps)) + 1
     low, high = scores[:cut], scores[cut:]
     gap = scores[cut] - scores[cut - 1]
     spread = max(low[-1] - low[0], high[-1] - high[0])

@@ -1,6 +1,9 @@
 """The side effects after a decision that must never change it: GitHub issues, job outputs,
 review warnings. Each failure here is reported (an annotation in a GitHub job, a warning
 elsewhere) and the run's exit code stands.
+
+The GitHub modules (jinja2, and PyGithub behind them) are imported only when a run
+actually talks to GitHub or runs inside Actions.
 """
 
 from __future__ import annotations
@@ -9,10 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from firewall import history, output, triage
-from firewall.github import sync
-from firewall.github.annotations import annotation
-from firewall.github.issues import IssueError, IssueTracker
-from firewall.github.publish import in_actions, publish
+from firewall.github import in_actions
 from firewall.lifecycle import overdue, quarantine_entry
 from firewall.policy import Status
 from firewall.registry import Entry, Registry
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from firewall.cli.common import Project
+    from firewall.github.issues import IssueTracker
+    from firewall.github.sync import Sync
     from firewall.nightly import NightlyOutcome
     from firewall.pipeline import Outcome
 
@@ -36,6 +38,10 @@ def warn_overdue(project: Project) -> None:
 
 def publish_github(project: Project, artefact: Artefact, report_path: Path | None) -> None:
     """In a GitHub Actions job: annotations on stdout, the job summary and the step outputs."""
+    if not in_actions(os.environ):
+        return
+    from firewall.github.publish import publish
+
     settings = project.config.settings
     publication = publish(
         artefact,
@@ -52,12 +58,25 @@ def publish_github(project: Project, artefact: Artefact, report_path: Path | Non
 def report_problem(text: str) -> None:
     """A problem that changes no decision: an annotation in a GitHub job, else a warning."""
     if in_actions(os.environ):
+        from firewall.github.annotations import annotation
+
         output.annotate([annotation("warning", text, title="Flakiness Firewall")])
     else:
         output.warn(text)
 
 
 def issue_tracker(project: Project, *, dry_run: bool, no_issues: bool) -> IssueTracker | None:
+    """The tracker this run uses, or None when it has no issues to keep (loads nothing then)."""
+    wanted = (
+        dry_run
+        or no_issues
+        or (os.environ.get("GITHUB_TOKEN") and os.environ.get("GITHUB_REPOSITORY"))
+    )
+    if not project.config.settings.github.issues or not wanted:
+        return None
+    from firewall.github import sync
+    from firewall.github.issues import IssueError
+
     try:
         return sync.tracker_for(
             project.config.settings,
@@ -71,7 +90,9 @@ def issue_tracker(project: Project, *, dry_run: bool, no_issues: bool) -> IssueT
         return None
 
 
-def finish_sync(project: Project, result: sync.Sync, *, dry_run: bool) -> None:
+def finish_sync(project: Project, result: Sync, *, dry_run: bool) -> None:
+    from firewall.github import sync
+
     if not dry_run:
         sync.record(project.cwd / project.config.settings.registry, result.numbers)
     for warning in result.warnings:
@@ -88,6 +109,8 @@ def sync_after_gate(project: Project, outcome: Outcome, *, dry_run: bool, no_iss
     new = [r for r in outcome.artefact.evals if r.status is Status.QUARANTINE]
     for report in new:  # a dry run wrote none of them, but says what it would do
         entries.setdefault(report.id, quarantine_entry(report, settings, at=now(), git_sha=None))
+    from firewall.github import sync
+
     result = sync.after_gate(
         tracker,
         reports=outcome.artefact.evals,
@@ -118,6 +141,8 @@ def sync_after_nightly(
         return
     settings = project.config.settings
     after = Registry(project.cwd / settings.registry).read() if not dry_run else dict(before)
+    from firewall.github import sync
+
     result = sync.after_nightly(
         tracker,
         reports=outcome.artefact.evals,
@@ -135,6 +160,8 @@ def sync_after_add(project: Project, eval_id: str, *, no_issues: bool) -> None:
     entry = Registry(project.cwd / project.config.settings.registry).read().get(eval_id)
     if tracker is None or entry is None:
         return
+    from firewall.github import sync
+
     finish_sync(
         project, sync.after_add(tracker, eval_id, entry, project.config.settings), dry_run=False
     )
@@ -145,6 +172,8 @@ def sync_after_release(
 ) -> None:
     tracker = issue_tracker(project, dry_run=False, no_issues=no_issues)
     if tracker is not None:
+        from firewall.github import sync
+
         finish_sync(project, sync.after_release(tracker, eval_id, entry, reason), dry_run=False)
 
 

@@ -11,6 +11,7 @@ import scipy.stats
 from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 from statsmodels.stats.proportion import proportion_confint
 
+from firewall import stats
 from firewall.stats import (
     EPSILON,
     cohen_kappa,
@@ -276,3 +277,17 @@ def test_drift_rate_is_the_share_disagreeing_with_the_mode(
     values: list[Hashable], expected: float
 ) -> None:
     assert drift_rate(values) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 15, 30, 41])
+def test_percentile_is_numpy_to_the_last_bit(size: int) -> None:
+    rng = np.random.default_rng(size)
+    for _ in range(50):
+        values = rng.random(size).round(int(rng.integers(1, 6))).tolist()
+        for q in (0, 5, 25, 50, 75, 80, 95, 99, 100):
+            assert stats.percentile(values, q) == float(np.percentile(values, q)), (values, q)
+
+
+def test_percentile_of_nothing_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        stats.percentile([], 50)

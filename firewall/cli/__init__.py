@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 from types import FrameType
@@ -9,27 +10,42 @@ from types import FrameType
 import click
 
 from firewall._version import __version__
-from firewall.cli import (
-    calibrate,
-    gate,
-    history_cmd,
-    init,
-    listing,
-    nightly,
-    probe,
-    quarantine,
-    replay,
-    report,
-    run,
-    schema,
-    status,
-)
 from firewall.errors import FirewallError
 from firewall.output import error
 
+# Each command's module is imported only when that command runs (or --help lists
+# them all): a CI step pays for the imports of `firewall run`, not of every command.
+COMMANDS = {
+    "run": "firewall.cli.run:run",
+    "probe": "firewall.cli.probe:probe",
+    "gate": "firewall.cli.gate:gate",
+    "nightly": "firewall.cli.nightly:nightly_command",
+    "status": "firewall.cli.status:status",
+    "quarantine": "firewall.cli.quarantine:quarantine",
+    "calibrate": "firewall.cli.calibrate:calibrate_command",
+    "list": "firewall.cli.listing:list_evals",
+    "replay": "firewall.cli.replay:replay",
+    "report": "firewall.cli.report:report",
+    "schema": "firewall.cli.schema:schema",
+    "history": "firewall.cli.history_cmd:history_group",
+    "init": "firewall.cli.init:init",
+}
+
 
 class Main(click.Group):
-    """Turns expected errors into one line and an exit code, at one boundary."""
+    """Loads commands on demand; turns expected errors into one line and an exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
 
     def main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         kwargs.setdefault("standalone_mode", True)
@@ -71,23 +87,6 @@ def main() -> None:
     2 usage or configuration error, 3 a blocking eval errored, 130 interrupted.
     """
 
-
-for command in (
-    run.run,
-    probe.probe,
-    gate.gate,
-    nightly.nightly_command,
-    status.status,
-    quarantine.quarantine,
-    calibrate.calibrate_command,
-    listing.list_evals,
-    replay.replay,
-    report.report,
-    schema.schema,
-    history_cmd.history_group,
-    init.init,
-):
-    main.add_command(command)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from firewall import history, triage
+from firewall.github import in_actions
 from firewall.github.annotations import annotations_for
 from firewall.github.outputs import outputs_for, write_outputs
 from firewall.github.summary import append_summary, render_summary
@@ -24,10 +25,6 @@ from firewall.timeutil import now
 class Publication:
     annotations: list[str] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
-
-
-def in_actions(env: Mapping[str, str]) -> bool:
-    return env.get("GITHUB_ACTIONS") == "true"
 
 
 def publish(

@@ -142,10 +142,11 @@ def _last_line(stdout: bytes) -> bytes:
 def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes, bool]:
     """Drain stdout and stderr, keeping bounded tails, until the command is done.
 
-    Done means both pipes closed and the process exited, or the process exited
-    and a background child it left behind still holds a pipe (then that child
-    is killed after a short grace). Past the deadline the whole process group
-    is killed, whatever holds or has closed the pipes.
+    Done means the process exited and both pipes closed, or the process exited
+    and a background child it left behind still holds a pipe (that child is
+    killed after a short grace). Past the deadline the whole process group is
+    killed, whatever holds or has closed the pipes. The exit is watched through
+    a pidfd where the kernel has them, so nothing polls on a timer.
     """
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -153,38 +154,49 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
     limits = {out_fd: STDOUT_KEEP_BYTES, err_fd: STDERR_KEEP_BYTES}
     timed_out = orphaned = False
     exited_at: float | None = None
+    pidfd = _pidfd(proc.pid)
+    open_pipes = 2
     # poll(2) rather than the default epoll: no epoll descriptor to create, fill and close
     # for each trial, for the two pipes of one short-lived process.
     with selectors.PollSelector() as selector:
-        for stream in (proc.stdout, proc.stderr):
-            selector.register(stream, selectors.EVENT_READ)
-        while selector.get_map():
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = True
-                break
-            ready = selector.select(min(deadline - now, _TICK_S))
-            if not ready:  # quiet: has the command itself finished?
-                if exited_at is None and proc.poll() is not None:
-                    exited_at = now
+        selector.register(out_fd, selectors.EVENT_READ)
+        selector.register(err_fd, selectors.EVENT_READ)
+        if pidfd is not None:
+            selector.register(pidfd, selectors.EVENT_READ)
+        try:
+            while open_pipes or exited_at is None:
+                now = time.monotonic()
+                if now >= deadline:
+                    timed_out = True
+                    break
                 if exited_at is not None and now - exited_at >= _ORPHAN_GRACE_S:
                     orphaned = True  # only a background child holds the pipes now
                     break
-                continue
-            for key, _ in ready:
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    selector.unregister(key.fileobj)
-                    continue
-                buffer = kept[key.fd]
-                buffer += chunk
-                if len(buffer) > limits[key.fd]:
-                    del buffer[: len(buffer) - limits[key.fd]]
-    if not timed_out:
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:  # it closed its pipes but kept running
-            timed_out = True
+                wait = deadline - now
+                if exited_at is not None:
+                    wait = min(wait, exited_at + _ORPHAN_GRACE_S - now)
+                elif pidfd is None:
+                    wait = min(wait, _TICK_S)  # no pidfd: look at the process now and then
+                ready = selector.select(wait)
+                if pidfd is None and exited_at is None and proc.poll() is not None:
+                    exited_at = time.monotonic()
+                for key, _ in ready:
+                    if key.fd == pidfd:
+                        selector.unregister(pidfd)
+                        exited_at = time.monotonic()
+                        continue
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        selector.unregister(key.fd)
+                        open_pipes -= 1
+                        continue
+                    buffer = kept[key.fd]
+                    buffer += chunk
+                    if len(buffer) > limits[key.fd]:
+                        del buffer[: len(buffer) - limits[key.fd]]
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
     if timed_out or orphaned:
         # The group still has members, so its id cannot have been reused by now.
         kill_group(proc)
@@ -192,6 +204,17 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
     proc.stdout.close()
     proc.stderr.close()
     return bytes(kept[out_fd]), bytes(kept[err_fd]), timed_out
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux 5.3+), else None."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:
+        return None
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
