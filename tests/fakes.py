@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from firewall.config import Budgets
+from firewall.policy import Status
+from firewall.report.artefact import EvalReport
 from firewall.spec import EvalSpec, Source
+from firewall.stats import Stats
 from firewall.trial import TrialRecord
 
 DEFAULT_THRESHOLD = 0.8
@@ -88,3 +91,20 @@ def write_module(directory: Path, name: str, source: str) -> str:
     """Write ``name.py`` into ``directory`` (dedented) and return the module name."""
     (directory / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
     return name
+
+
+def make_report(eval_id: str, status: Status, **overrides: Any) -> EvalReport:
+    """One decided eval as the artefact holds it, with plausible numbers."""
+    fields: dict[str, Any] = {
+        "id": eval_id,
+        "status": status,
+        "blocking": True,
+        "reason": f"{eval_id} reason",
+        "source": Source(file="evals/triage.py", line=12),
+        "k": 7,
+        "threshold": 0.85,
+        "flakiness": 0.03,
+        "stats": Stats(median=0.9, iqr=0.01, pass_rate=1.0),
+    }
+    fields.update(overrides)
+    return EvalReport(**fields)

@@ -5,34 +5,20 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fakes import make_report
 
 from firewall.github.summary import SUMMARY_LIMIT, append_summary, cell, render_summary
 from firewall.policy import Status
 from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
-from firewall.spec import Source
 from firewall.stats import Stats
 
 COLUMNS = 9
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
-def report(eval_id: str, status: Status, **overrides: Any) -> EvalReport:
-    fields: dict[str, Any] = {
-        "id": eval_id,
-        "status": status,
-        "blocking": True,
-        "reason": f"{eval_id} reason",
-        "source": Source(file="evals/triage.py", line=12),
-        "k": 7,
-        "threshold": 0.85,
-        "flakiness": 0.03,
-        "stats": Stats(median=0.9, iqr=0.01, pass_rate=1.0),
-    }
-    fields.update(overrides)
-    return EvalReport(**fields)
+report = make_report
 
 
 def artefact(*reports: EvalReport, exit_code: int = 0, complete: bool = True) -> Artefact:
