@@ -1,9 +1,4 @@
-"""Diagnostics that explain an unstable probe: pure functions over its trials, no I/O.
-
-Owns what a report says beyond the decision: the drift of each output field
-(with its value distribution), the items (cases) that flip between pass and
-fail, a short ranked list of likely causes each citing its numbers, the
-budget metrics in the open, and the checklist line of one policy check.
+"""Likely causes of an unstable probe: the hint rules, their thresholds, and rank correlation.
 
 Every hint rule is simple enough to state in one sentence, and a hint is only
 given with the evidence that triggered it:
@@ -34,42 +29,19 @@ of errors), then the fixed-shape patterns from most to least specific.
 
 from __future__ import annotations
 
-import enum
 import itertools
-import json
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, ConfigDict, JsonValue
-
-from firewall.policy import Check, fmt
-from firewall.stats import EPSILON, drift_rate, iqr, percentile
+from firewall.diagnostics.drift import DISPLAY_CHARS, case_ids
+from firewall.diagnostics.models import CaseFlip, Cause, FieldDrift, Hint
+from firewall.diagnostics.text import describe_drift, describe_flip
+from firewall.policy import fmt
+from firewall.stats import EPSILON, iqr
 from firewall.trial import TrialRecord, shorten
 
-__all__ = [
-    "CaseFlip",
-    "Cause",
-    "Diagnosis",
-    "FieldDrift",
-    "Hint",
-    "ValueCount",
-    "budget_summary",
-    "case_flips",
-    "describe_drift",
-    "describe_flip",
-    "describe_hint",
-    "diagnose",
-    "field_drift",
-    "format_check",
-    "hints",
-    "spearman",
-]
-
-DISPLAY_CHARS = 80
-"""Longest value a report shows; the model keeps the whole value."""
-MISSING_DISPLAY = "<missing>"
 MIN_CORRELATION = 0.7
 MIN_CORRELATION_TRIALS = 5
 WARMUP_FLOOR = 0.02
@@ -78,180 +50,8 @@ MAX_FLIPPING_CASES = 3
 MAX_FLIPPING_SHARE = 0.2
 BIMODAL_MIN_GAP = 0.05
 BIMODAL_GAP_RATIO = 3.0
-_MISSING_KEY = ""  # json.dumps never returns "", so a missing value cannot collide with any value
 _RATE_LIMIT = re.compile(r"rate.?limit|\b429\b|too many requests", re.IGNORECASE)
 _TIMEOUT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
-
-
-class ValueCount(BaseModel):
-    """One value of an output field and how many trials returned it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    value: JsonValue
-    display: str
-    count: int
-    missing: bool = False  # the field was absent, which is not the same as a JSON null
-
-
-class FieldDrift(BaseModel):
-    """How much one output field disagreed with its most common value across the trials."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    drift: float
-    trials: int
-    distribution: list[ValueCount]
-
-
-class CaseFlip(BaseModel):
-    """A case (item) that passed in some trials and failed in others."""
-
-    model_config = ConfigDict(frozen=True)
-
-    case: str
-    pass_rate: float
-    passes: int
-    trials: int
-
-
-class Cause(str, enum.Enum):
-    """The kinds of likely cause, in their tie-break order."""
-
-    MODEL_CHANGED = "model-changed"
-    PROMPT_CHANGED = "prompt-changed"
-    CONCURRENCY = "concurrency"
-    LATENCY = "latency"
-    ERRORS = "errors"
-    WARM_UP = "warm-up"
-    FEW_CASES = "few-cases"
-    BIMODAL = "bimodal"
-    SAMPLING = "sampling"
-
-
-class Hint(BaseModel):
-    """A likely cause of the scatter and the numbers that point to it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: Cause
-    cause: str
-    evidence: str
-    weight: float
-
-
-class Diagnosis(BaseModel):
-    """Everything the diagnostics found about one eval's probe."""
-
-    model_config = ConfigDict(frozen=True)
-
-    trials: int
-    measured: int
-    cases: int
-    drift: list[FieldDrift]
-    flips: list[CaseFlip]
-    hints: list[Hint]
-    budgets: dict[str, float | None]
-
-    def drift_rates(self) -> dict[str, float]:
-        """Field name -> drift rate, sorted by name, as the history row keeps it."""
-        return {entry.name: entry.drift for entry in sorted(self.drift, key=lambda d: d.name)}
-
-
-def diagnose(
-    trials: Sequence[TrialRecord], *, pass_score: float, with_hints: bool = True
-) -> Diagnosis:
-    """All the diagnostics of one probe; the hints (the costly part) only when asked."""
-    drift = field_drift(trials)
-    flips = case_flips(trials, pass_score=pass_score)
-    return Diagnosis(
-        trials=len(trials),
-        measured=len(_measured(trials)),
-        cases=len(_case_ids(trials)),
-        drift=drift,
-        flips=flips,
-        hints=hints(trials, flips=flips, drift=drift) if with_hints else [],
-        budgets=budget_summary(trials),
-    )
-
-
-# --- field drift -------------------------------------------------------------------------
-
-
-def field_drift(trials: Sequence[TrialRecord]) -> list[FieldDrift]:
-    """Per output field of the non-errored trials, its drift and value counts, worst first."""
-    measured = _measured(trials)
-    names = {name for trial in measured for name in trial.fields}
-    entries = [_drift_of(name, measured) for name in names]
-    return sorted(entries, key=lambda entry: (-entry.drift, entry.name))
-
-
-def _drift_of(name: str, trials: Sequence[TrialRecord]) -> FieldDrift:
-    # A missing value is a data point: "the model returned nothing" is drift too.
-    keys = [canonical(t.fields[name]) if name in t.fields else _MISSING_KEY for t in trials]
-    values = {canonical(t.fields[name]): t.fields[name] for t in trials if name in t.fields}
-    counts = sorted(Counter(keys).items(), key=lambda pair: (-pair[1], pair[0]))
-    distribution = [
-        ValueCount(value=None, display=MISSING_DISPLAY, count=count, missing=True)
-        if key == _MISSING_KEY
-        else ValueCount(value=values[key], display=display_value(values[key]), count=count)
-        for key, count in counts
-    ]
-    return FieldDrift(
-        name=name, drift=drift_rate(keys), trials=len(trials), distribution=distribution
-    )
-
-
-def canonical(value: JsonValue) -> str:
-    """A value's identity: canonical JSON, so lists and objects compare and True != 1."""
-    return json.dumps(value, sort_keys=True, default=repr)
-
-
-def display_value(value: JsonValue) -> str:
-    """A value as a report shows it: JSON on one line, cut to DISPLAY_CHARS."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
-    return shorten(text, DISPLAY_CHARS)
-
-
-# --- flipping cases ----------------------------------------------------------------------
-
-
-def case_flips(trials: Sequence[TrialRecord], *, pass_score: float) -> list[CaseFlip]:
-    """The cases that both passed and failed, closest to a coin toss first, then by id.
-
-    A case counts only in the trials that reported it; a case passes in a trial
-    when its item score reaches ``pass_score`` (with the usual 1e-9 slack).
-    """
-    outcomes: dict[str, list[bool]] = {}
-    for trial in _measured(trials):
-        for case, score in trial.items.items():
-            outcomes.setdefault(case, []).append(score >= pass_score - EPSILON)
-    flips = [
-        CaseFlip(case=case, pass_rate=sum(seen) / len(seen), passes=sum(seen), trials=len(seen))
-        for case, seen in outcomes.items()
-        if 0 < sum(seen) < len(seen)
-    ]
-    # |2p - n| / n is |pass_rate - 0.5| doubled, but exact for 3/7 against 4/7.
-    return sorted(flips, key=lambda f: (abs(2 * f.passes - f.trials) / f.trials, f.case))
-
-
-# --- budgets -----------------------------------------------------------------------------
-
-
-def budget_summary(trials: Sequence[TrialRecord]) -> dict[str, float | None]:
-    """p50/p95 latency, mean tokens and mean cost over the non-errored trials reporting them."""
-
-    def series(metric: str) -> list[float]:
-        return [t.metrics[metric] for t in _measured(trials) if metric in t.metrics]
-
-    latencies, tokens, costs = series("latency_ms"), series("tokens"), series("cost_usd")
-    return {
-        "p50_latency_ms": percentile(latencies, 50) if latencies else None,
-        "p95_latency_ms": percentile(latencies, 95) if latencies else None,
-        "mean_tokens": math.fsum(tokens) / len(tokens) if tokens else None,
-        "mean_cost_usd": math.fsum(costs) / len(costs) if costs else None,
-    }
 
 
 # --- correlation -------------------------------------------------------------------------
@@ -433,7 +233,7 @@ def _warm_up_hint(trials: Sequence[TrialRecord]) -> Hint | None:
 
 
 def _few_cases_hint(trials: Sequence[TrialRecord], flips: Sequence[CaseFlip]) -> Hint | None:
-    cases = len(_case_ids(trials))
+    cases = len(case_ids(trials))
     scores = [score for _, score in _scored(trials)]
     if not flips or not scores or max(scores) - min(scores) <= EPSILON:
         return None
@@ -491,45 +291,6 @@ def _sampling_hint(drift: Sequence[FieldDrift]) -> Hint | None:
     )
 
 
-# --- text --------------------------------------------------------------------------------
-
-_NEGATED = {"<=": ">", ">=": "<", "<": ">=", ">": "<=", "==": "!=", "=": "!=", "!=": "="}
-_OPERATOR = re.compile(r"^(<=|>=|==|!=|<|>|=)\s*(.*)$", re.DOTALL)
-
-
-def format_check(check: Check) -> str:
-    """One checklist line, actual against allowed: ``ok   iqr 0.012 <= 0.03``.
-
-    A failed check shows the operator that did hold (``FAIL median 0.61 < 0.85``).
-    An allowed value without an operator ("none") is shown in brackets.
-    """
-    mark = "ok  " if check.ok else "FAIL"
-    match = _OPERATOR.match(check.allowed)
-    if match is None:
-        if check.ok and check.actual == check.allowed:
-            return f"{mark} {check.name} {check.actual}"
-        return f"{mark} {check.name} {check.actual} (allowed {check.allowed})"
-    operator, bound = match.groups()
-    shown = operator if check.ok else _NEGATED[operator]
-    return f"{mark} {check.name} {check.actual} {shown} {bound}"
-
-
-def describe_hint(hint: Hint) -> str:
-    """One line: the cause, then its evidence."""
-    return f"{hint.cause}: {hint.evidence}"
-
-
-def describe_flip(flip: CaseFlip) -> str:
-    return f"{flip.case} passed {flip.passes}/{flip.trials}"
-
-
-def describe_drift(entry: FieldDrift, *, values: int = 3) -> str:
-    """``category 0.43 ("billing" x4, "refund" x3)``, the most common values first."""
-    shown = ", ".join(f"{v.display} x{v.count}" for v in entry.distribution[:values])
-    more = f", +{len(entry.distribution) - values} more" if len(entry.distribution) > values else ""
-    return f"{entry.name} {fmt(entry.drift)} ({shown}{more})"
-
-
 # --- helpers -----------------------------------------------------------------------------
 
 
@@ -538,13 +299,5 @@ def _one_line(text: str) -> str:
     return shorten(" ".join(text.split()), DISPLAY_CHARS)
 
 
-def _measured(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
-    return [trial for trial in trials if trial.error is None]
-
-
 def _scored(trials: Sequence[TrialRecord]) -> list[tuple[TrialRecord, float]]:
     return [(t, t.score) for t in trials if t.error is None and t.score is not None]
-
-
-def _case_ids(trials: Sequence[TrialRecord]) -> set[str]:
-    return {case for trial in _measured(trials) for case in trial.items}
