@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from firewall.atomic import locked, write_atomic
+from firewall.policy import Status
+from firewall.report.artefact import Artefact
 from firewall.timeutil import Timestamp
 
 
@@ -50,6 +53,34 @@ def append(path: Path, rows: Iterable[HistoryRow]) -> None:
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
+
+
+def rows_for(artefact: Artefact) -> list[HistoryRow]:
+    """One row per eval the run probed (an eval skipped in quarantine has no numbers to keep)."""
+    run_id = uuid.uuid4().hex[:12]
+    rows = []
+    for report in artefact.evals:
+        if report.status is Status.QUARANTINED and not report.trials:
+            continue
+        scored = [t for t in report.trials if t.error is None]
+        rows.append(
+            HistoryRow(
+                eval_id=report.id,
+                run_id=run_id,
+                mode=artefact.run.mode,
+                status=report.status.value,
+                k=report.k,
+                median=report.stats.median,
+                iqr=report.stats.iqr,
+                pass_rate=report.stats.pass_rate,
+                drift=report.drift,
+                model_ids=sorted({t.model_id for t in scored if t.model_id}),
+                prompt_versions=sorted({t.prompt_version for t in scored if t.prompt_version}),
+                git_sha=artefact.run.git_sha,
+                build_ts=artefact.run.started_at,
+            )
+        )
+    return rows
 
 
 def scan(path: Path, eval_ids: Collection[str] | None = None) -> Iterator[dict[str, Any]]:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from firewall import history
 from firewall.config import LoadedConfig
+from firewall.gitinfo import git_info
 from firewall.lifecycle import Event, advance, quarantine_entry
-from firewall.pipeline import EXIT_OK, git_info, history_rows, judge, plan, probe, summarise
+from firewall.pipeline import EXIT_OK, judge, plan, probe, summarise
 from firewall.policy import Status
 from firewall.registry import Entry, Registry
 from firewall.report.artefact import Artefact, EvalReport, RunInfo
@@ -117,7 +118,7 @@ def nightly(
         report_path = options.report or cwd / settings.report
         artefact.write(report_path)
         if complete:
-            history.append(cwd / settings.history, history_rows(artefact))
+            history.append(cwd / settings.history, history.rows_for(artefact))
     return NightlyOutcome(artefact, events, report_path)
 
 

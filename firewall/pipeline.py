@@ -1,40 +1,33 @@
 """Run and gate as a few typed stages: select -> plan -> probe -> judge -> record -> exit code.
 
 Each stage is a function that can be tested alone; only ``record`` touches
-files, and nothing here prints (progress goes through a callback).
+files, and nothing here prints (progress goes through a callback). A sharded
+probe hands its trials to the gate as parts, which ``firewall.sharding`` owns.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from firewall import history
-from firewall.atomic import write_atomic
 from firewall.config import LoadedConfig
 from firewall.diagnostics import diagnose
-from firewall.errors import ArtefactError, UsageError
-from firewall.history import HistoryRow
-from firewall.jsonfile import read_versioned
+from firewall.gitinfo import git_info
 from firewall.lifecycle import quarantine_entry
 from firewall.policy import Check, Status, decide
 from firewall.registry import Entry, Registry
 from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.runner import Interrupted, Runner, Task
 from firewall.seeds import fresh_base_seed, trial_seed
+from firewall.sharding import Probed, load_parts, shard
 from firewall.spec import EvalSpec
 from firewall.stats import Stats
-from firewall.timeutil import Timestamp, now
+from firewall.timeutil import now
 from firewall.trial import TrialRecord
 
-PART_SCHEMA_VERSION = 1
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
@@ -62,20 +55,6 @@ class Outcome:
 def base_seed(configured: int | str, override: int | str | None) -> int:
     chosen = configured if override is None else override
     return fresh_base_seed() if chosen == "random" else int(chosen)
-
-
-def shard(specs: Sequence[EvalSpec], spec_text: str | None) -> list[EvalSpec]:
-    """The evals of shard I of N (1-based), dealt round-robin over the ids in sorted order."""
-    if spec_text is None:
-        return list(specs)
-    try:
-        index, count = (int(part) for part in spec_text.split("/"))
-    except ValueError:
-        raise UsageError(f"--shard expects I/N, e.g. 1/4; got {spec_text!r}") from None
-    if not 1 <= index <= count:
-        raise UsageError(f"--shard {spec_text}: I must be between 1 and N")
-    ordered = sorted(specs, key=lambda spec: spec.id)
-    return ordered[index - 1 :: count]
 
 
 def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> list[Task]:
@@ -214,28 +193,6 @@ def summarise(reports: Sequence[EvalReport], complete: bool) -> Summary:
     )
 
 
-class Probed(BaseModel):
-    """The trials of one probe stage: what `firewall probe` writes and `firewall gate` reads."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = PART_SCHEMA_VERSION
-    kind: Literal["firewall-probe-part"] = "firewall-probe-part"
-    base_seed: int
-    started_at: Timestamp
-    finished_at: Timestamp
-    complete: bool
-    shard: str | None = None
-    git_sha: str | None = None
-    git_ref: str | None = None
-    specs: list[EvalSpec]
-    trials: dict[str, list[TrialRecord]]
-    skipped: list[str] = []
-
-    def write(self, path: Path) -> None:
-        write_atomic(path, self.model_dump_json(indent=1) + "\n")
-
-
 def collect(
     config: LoadedConfig,
     specs: Sequence[EvalSpec],
@@ -321,29 +278,9 @@ def run(
 
 def gate(config: LoadedConfig, paths: Sequence[Path], options: RunOptions, *, cwd: Path) -> Outcome:
     """`firewall gate`: merge probe parts, decide, and record."""
-    parts = [load_part(path) for path in paths]
-    seen: dict[str, Path] = {}
-    for path, part in zip(paths, parts, strict=True):
-        for eval_id in part.trials:
-            if eval_id in seen:
-                raise ArtefactError(
-                    f"{path}: eval {eval_id!r} was already probed in {seen[eval_id]}; "
-                    "give each eval to one shard only"
-                )
-            seen[eval_id] = path
+    parts = load_parts(paths)
     artefact = conclude(config, parts, mode="gate", cwd=cwd)
     return record(config, artefact, options, cwd=cwd)
-
-
-def load_part(path: Path) -> Probed:
-    return read_versioned(
-        path,
-        Probed,
-        what="probe part",
-        version=PART_SCHEMA_VERSION,
-        kind="firewall-probe-part",
-        hint=" (write one with `firewall probe --out`)",
-    )
 
 
 def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd: Path) -> Outcome:
@@ -365,48 +302,5 @@ def record(config: LoadedConfig, artefact: Artefact, options: RunOptions, *, cwd
                         report, settings, at=artefact.run.started_at, git_sha=artefact.run.git_sha
                     )
                     added.append(report.id)
-    history.append(cwd / settings.history, history_rows(artefact))
+    history.append(cwd / settings.history, history.rows_for(artefact))
     return Outcome(artefact, added, report_path)
-
-
-def history_rows(artefact: Artefact) -> list[HistoryRow]:
-    run_id = uuid.uuid4().hex[:12]
-    rows = []
-    for report in artefact.evals:
-        if report.status is Status.QUARANTINED and not report.trials:
-            continue
-        scored = [t for t in report.trials if t.error is None]
-        rows.append(
-            HistoryRow(
-                eval_id=report.id,
-                run_id=run_id,
-                mode=artefact.run.mode,
-                status=report.status.value,
-                k=report.k,
-                median=report.stats.median,
-                iqr=report.stats.iqr,
-                pass_rate=report.stats.pass_rate,
-                drift=report.drift,
-                model_ids=sorted({t.model_id for t in scored if t.model_id}),
-                prompt_versions=sorted({t.prompt_version for t in scored if t.prompt_version}),
-                git_sha=artefact.run.git_sha,
-                build_ts=artefact.run.started_at,
-            )
-        )
-    return rows
-
-
-def git_info(cwd: Path) -> dict[str, str | None]:
-    sha = os.environ.get("GITHUB_SHA") or _git(cwd, "rev-parse", "HEAD")
-    ref = os.environ.get("GITHUB_REF") or _git(cwd, "symbolic-ref", "-q", "HEAD")
-    return {"git_sha": sha, "git_ref": ref}
-
-
-def _git(cwd: Path, *args: str) -> str | None:
-    try:
-        proc = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.strip() or None if proc.returncode == 0 else None

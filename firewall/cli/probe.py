@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from firewall import output, pipeline
+from firewall import output, pipeline, sharding
 from firewall.cli.common import SeedParam, config_option, load_project, selection_options
 
 
@@ -46,7 +46,7 @@ def probe(
     options = pipeline.RunOptions(
         k=k, seed=seed, shard=shard, include_quarantined=include_quarantined
     )
-    total = sum((k or spec.k) for spec in pipeline.shard(project.specs, shard))
+    total = sum((k or spec.k) for spec in sharding.shard(project.specs, shard))
     with output.progress(total) as step:
         part = pipeline.collect(
             project.config, project.specs, options, cwd=project.cwd, progress=step

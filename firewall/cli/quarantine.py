@@ -13,7 +13,7 @@ from firewall.config import load_config
 from firewall.discovery import unknown_eval_message
 from firewall.effects import sync_after_add, sync_after_release
 from firewall.errors import UsageError
-from firewall.pipeline import git_info
+from firewall.gitinfo import git_info
 from firewall.registry import Entry, Registry
 from firewall.timeutil import now
 
