@@ -252,3 +252,9 @@ def test_control_characters_never_reach_the_summary() -> None:
     markdown = render_summary(run)
     assert "\x00" not in markdown and "\x1b" not in markdown and "\x7f" not in markdown
     assert "ab\\[31mred" in markdown
+
+
+def test_an_errored_eval_shows_no_numbers_from_its_few_scored_trials() -> None:
+    errored = report("outage", Status.ERROR, stats=Stats(median=0.92, iqr=0.0, pass_rate=1.0))
+    (row,) = table_rows(render_summary(artefact(errored, exit_code=3)))
+    assert row[2:6] == ["-", "-", "7", "-"]

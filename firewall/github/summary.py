@@ -206,6 +206,7 @@ def _in_quarantine(report: EvalReport) -> bool:
 
 def _row(report: EvalReport, trends: Mapping[str, str], issue_links: Mapping[str, str]) -> Row:
     stats = report.stats
+    errored = report.status is Status.ERROR
     label = report.status.label
     icon = _STATUS_ICONS[report.status]
     if report.status in (Status.FAIL, Status.ERROR) and not report.blocking:
@@ -214,10 +215,11 @@ def _row(report: EvalReport, trends: Mapping[str, str], issue_links: Mapping[str
     return Row(
         status=f"{icon} {label}",
         id=cell(report.id, ID_LIMIT),
-        median=_number(stats.median),
-        iqr=_number(stats.iqr),
+        # An errored probe's numbers come from the few trials that scored: not worth a glance.
+        median="-" if errored else _number(stats.median),
+        iqr="-" if errored else _number(stats.iqr),
         k=str(len(report.trials) or report.k),
-        pass_rate="-" if stats.pass_rate is None else f"{stats.pass_rate * 100:.0f}%",
+        pass_rate="-" if stats.pass_rate is None or errored else f"{stats.pass_rate * 100:.0f}%",
         trend=cell(trends.get(report.id, ""), ID_LIMIT),
         reason=cell(report.reason),
         issue=issue_link(url) if url else "",
@@ -235,7 +237,7 @@ def _usage(report: EvalReport) -> str:
     if stats.mean_tokens is not None:
         parts.append(f"{stats.mean_tokens:.0f} tokens")
     if stats.mean_cost_usd is not None:
-        parts.append(f"${stats.mean_cost_usd:.4g}")
+        parts.append("$" + (f"{stats.mean_cost_usd:.7f}".rstrip("0").rstrip(".") or "0"))
     return cell(", ".join(parts), ID_LIMIT) if parts else "-"
 
 
