@@ -29,25 +29,27 @@ if TYPE_CHECKING:
     from firewall.pipeline import Outcome
 
 
-def warn_overdue(project: Project) -> None:
-    """Flag quarantines past their review date: a warning, never a failure."""
-    registry = Registry(project.cwd / project.config.settings.registry)
-    for eval_id in overdue(registry.read(), now()):
+def announce(project: Project, artefact: Artefact, report_path: Path | None) -> None:
+    """Overdue reviews, and in a GitHub job the annotations, summary and outputs."""
+    entries = Registry(project.cwd / project.config.settings.registry).read()
+    for eval_id in overdue(entries, now()):
         output.warn(f"{eval_id}: quarantine review is overdue; see `firewall status`")
+    publish_github(project, artefact, report_path, entries)
 
 
-def publish_github(project: Project, artefact: Artefact, report_path: Path | None) -> None:
+def publish_github(
+    project: Project, artefact: Artefact, report_path: Path | None, entries: dict[str, Entry]
+) -> None:
     """In a GitHub Actions job: annotations on stdout, the job summary and the step outputs."""
     if not in_actions(os.environ):
         return
     from firewall.github.publish import publish
 
-    settings = project.config.settings
     publication = publish(
         artefact,
         report_path=report_path,
-        entries=Registry(project.cwd / settings.registry).read(),
-        history_path=project.cwd / settings.history,
+        entries=entries,
+        history_path=project.cwd / project.config.settings.history,
         env=os.environ,
     )
     output.annotate(publication.annotations)
@@ -180,5 +182,4 @@ def sync_after_release(
 def after_decision(project: Project, outcome: Outcome, *, dry_run: bool, no_issues: bool) -> None:
     """Everything `run` and `gate` do once the decision is printed."""
     sync_after_gate(project, outcome, dry_run=dry_run, no_issues=no_issues)
-    warn_overdue(project)
-    publish_github(project, outcome.artefact, outcome.report_path)
+    announce(project, outcome.artefact, outcome.report_path)

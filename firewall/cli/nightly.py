@@ -8,7 +8,7 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option, load_project
-from firewall.effects import publish_github, sync_after_nightly, warn_overdue
+from firewall.effects import announce, sync_after_nightly
 from firewall.nightly import NightlyOptions, nightly
 from firewall.registry import Registry
 
@@ -83,6 +83,5 @@ def nightly_command(
             else "dry run: no file was changed"
         )
     sync_after_nightly(project, outcome, entries, dry_run=dry_run, no_issues=no_issues)
-    warn_overdue(project)
-    publish_github(project, artefact, outcome.report_path)
+    announce(project, artefact, outcome.report_path)
     raise SystemExit(0 if artefact.run.complete else 130)
