@@ -23,6 +23,7 @@ from firewall.github.annotations import severity
 from firewall.github.outputs import result_for
 from firewall.policy import Status, fmt
 from firewall.report.artefact import Artefact, EvalReport
+from firewall.textsafe import printable
 
 SUMMARY_LIMIT = 1024 * 1024 - 1024
 """GitHub refuses a step summary over 1 MiB; the rest is headroom for what else the step adds."""
@@ -32,7 +33,6 @@ ID_LIMIT = 200
 OVERDUE_SHOWN = 50
 
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")  # NUL, ESC and friends: invisible, or worse
 _MARKDOWN = re.compile(r"([\\`*_\[\]!|~#])")
 _URL_SAFE = ":/?#@!$&'*+,;=%-._~"  # everything else (spaces, parentheses, <>) is quoted
 
@@ -76,7 +76,7 @@ class Row:
 
 def cell(text: str, limit: int = REASON_LIMIT) -> str:
     """``text`` made inert in a Markdown table cell: one line, no HTML, no markup."""
-    text = _CONTROL.sub("", _BREAKS.sub(" ", text))
+    text = printable(_BREAKS.sub(" ", text))
     if len(text) > limit:
         text = text[:limit] + "…"
     # Entities first, then backslashes: '<' can open no tag, '|' no column,

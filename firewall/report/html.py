@@ -13,7 +13,6 @@ line starting with ``::`` would be read as a workflow command.
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
 import jinja2
@@ -30,12 +29,9 @@ from firewall.github.annotations import severity
 from firewall.github.outputs import result_for
 from firewall.policy import Status, fmt
 from firewall.report.artefact import Artefact, EvalReport
+from firewall.textsafe import printable
 from firewall.timeutil import to_text
 from firewall.trial import TrialRecord
-
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-# C0 and C1 controls other than tab, LF and CR: parse errors in HTML, noise on screen.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +79,7 @@ def _finalize(value: Any) -> Any:
     """Every ``{{ value }}``: clean, escaped, and kept on one line of the page."""
     if isinstance(value, Markup) or not isinstance(value, str):
         return value
-    text = _CONTROL.sub("", _ANSI.sub("", value)).replace("\r\n", "\n").replace("\r", "\n")
+    text = printable(value).replace("\r\n", "\n").replace("\r", "\n")
     # A character reference is the same newline to a browser, but not to a log reader.
     return Markup(str(escape(text)).replace("\n", "&#10;"))
 

@@ -31,7 +31,6 @@ GitHub job, where the runner reads every line of the log that starts with
 
 from __future__ import annotations
 
-import re
 import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
@@ -39,21 +38,16 @@ from collections.abc import Iterable
 from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.policy import Status, fmt
 from firewall.report.artefact import Artefact, EvalReport
+from firewall.textsafe import printable
 from firewall.timeutil import to_text
 
 SUITE_NAME = "flakiness-firewall"
 CLASSNAME = "firewall"
 
-# ANSI colour and cursor sequences first, so that a coloured stderr tail loses
-# the whole "\x1b[31m" and not only the ESC.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-# Outside XML 1.0's Char production: a parser refuses the document over any of these.
-_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
 
 def legal(text: str) -> str:
     """``text`` with what XML 1.0 cannot carry removed; tabs and line breaks stay."""
-    return _ILLEGAL.sub("", _ANSI.sub("", text))
+    return printable(text)
 
 
 def one_line(text: str) -> str:
