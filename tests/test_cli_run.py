@@ -374,3 +374,27 @@ def test_shard_syntax_is_checked(project: Path) -> None:
     write_config(project, command_eval("a", CONSTANT.format(score=0.9)))
     result = invoke("run", "--shard", "3/2")
     assert result.exit_code == 2 and "--shard" in result.output
+
+
+def test_history_rows_carry_drift_and_attribution(project: Path) -> None:
+    (project / "attributed.py").write_text(
+        "def trial(seed, trial):\n"
+        "    return {'score': 0.9, 'fields': {'category': 'billing' if trial % 2 else 'refund'},\n"
+        "            'model_id': 'gpt-x' if trial < 3 else 'gpt-y', 'prompt_version': 'v2'}\n"
+    )
+    write_config(
+        project, '[[evals]]\nid = "attr"\npython = "attributed:trial"\n', header="k = 5\nseed = 7\n"
+    )
+    assert invoke("run").exit_code == 0
+    (row,) = [
+        json.loads(line) for line in (project / ".firewall/history.jsonl").read_text().splitlines()
+    ]
+    assert row["drift"] == {"category": 0.4}  # refund, billing, refund, billing, refund
+    assert row["model_ids"] == ["gpt-x", "gpt-y"] and row["prompt_versions"] == ["v2"]
+    assert row["mode"] == "run" and row["k"] == 5 and row["build_ts"].endswith("Z")
+    artefact = report(project)["evals"][0]
+    assert artefact["drift"] == {"category": 0.4}
+    assert {v["display"]: v["count"] for v in artefact["distributions"]["category"]} == {
+        '"refund"': 3,
+        '"billing"': 2,
+    }
