@@ -15,9 +15,10 @@ from tests.github_standin import GitHubStandIn
 EVAL = """
 import sys
 from pathlib import Path
-seed = int(sys.argv[1])
+seed, trial = int(sys.argv[1]), int(sys.argv[2])
 mode = Path("mode.txt").read_text().strip()
-score = (seed % 1000) / 1000 if mode == "unstable" else 0.9 + (seed % 3) / 1000
+# Unstable whatever the nightly's random base seed: 0.1 and 0.9 by trial index.
+score = (0.1 if trial % 2 else 0.9) if mode == "unstable" else 0.9 + (seed % 3) / 1000
 print('{"score": %s}' % score)
 """
 
@@ -28,7 +29,7 @@ def hub(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubStandI
     (project / "mode.txt").write_text("unstable")
     (project / "firewall.toml").write_text(
         "k = 5\n[nightly]\nk = 5\nrelease_after = 2\n"
-        '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed}"\nowner = "alice"\n'
+        '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed} {trial}"\nowner = "alice"\n'
     )
     with GitHubStandIn(assignable={"alice"}) as standin:
         monkeypatch.setenv("GITHUB_ACTIONS", "true")

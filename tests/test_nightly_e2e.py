@@ -14,15 +14,16 @@ pytestmark = pytest.mark.e2e
 
 FIREWALL = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "firewall"
 
-# An eval whose behaviour the test switches through a file: `unstable` scatters
-# with the seed, `stable` scores 0.9 +- 0.001, `low` is stable at 0.5.
+# An eval whose behaviour the test switches through a file: `unstable` alternates
+# between 0.1 and 0.9 by trial index (IQR 0.8 whatever the nightly's random base
+# seed), `stable` scores 0.9 +- 0.001, `low` is stable at 0.5.
 EVAL = """
 import sys
 from pathlib import Path
-seed = int(sys.argv[1])
+seed, trial = int(sys.argv[1]), int(sys.argv[2])
 mode = Path("mode.txt").read_text().strip()
 if mode == "unstable":
-    score = (seed % 1000) / 1000
+    score = 0.1 if trial % 2 else 0.9
 elif mode == "broken":
     raise SystemExit(4)
 else:
@@ -45,7 +46,7 @@ def lifecycle(tmp_path: Path) -> Path:
     (tmp_path / "mode.txt").write_text("unstable")
     (tmp_path / "firewall.toml").write_text(
         "k = 5\nseed = 3\n[nightly]\nk = 5\nrelease_after = 3\n"
-        '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed}"\nowner = "alice"\n'
+        '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed} {trial}"\nowner = "alice"\n'
         '[[evals]]\nid = "steady"\ncommand = "echo \'{\\"score\\": 0.95}\'"\n'
     )
     return tmp_path
