@@ -75,7 +75,14 @@ def test_interrupted_run_writes_an_incomplete_artefact_and_exits_130(
 ) -> None:
     _slow_project(tmp_path)
     proc = subprocess.Popen(
-        [FIREWALL, "run"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [FIREWALL, "run"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A test run started in the background by a non-interactive shell inherits an
+        # ignored SIGINT, which the firewall (like any program) would keep ignoring.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Wait until both kinds of slow trial are running, then interrupt them.
     deadline = time.monotonic() + 60

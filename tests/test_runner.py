@@ -7,7 +7,7 @@ outcome (an error that says so) is checked, never how long anything took.
 from __future__ import annotations
 
 import shlex
-import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -306,14 +306,28 @@ def test_a_command_that_closes_its_pipes_is_still_killed_at_the_timeout(project:
 
 def test_a_background_child_holding_stdout_does_not_hold_the_trial(project: Path) -> None:
     """The command printed its result and exited; a child it left behind keeps the pipe."""
-    spec = command_spec("""sleep 30 & echo '{"score": 0.9}'""", timeout=20)
+    spec = command_spec("""sleep 30 & echo $! > orphan.pid; echo '{"score": 0.9}'""", timeout=20)
 
     (record,) = run(project, spec, trials=1)
 
     assert record.error is None and record.score == 0.9
     assert record.duration_s < 20, "it did not wait for the timeout"
-    finished = subprocess.run(["pgrep", "-f", "^sleep 30$"], capture_output=True, text=True)
-    assert finished.stdout == "", "the orphan was killed with its process group"
+    orphan = int((project / "orphan.pid").read_text())
+    assert not _still_running(orphan), "the orphan was killed with its process group"
+
+
+def _still_running(pid: int, patience_s: float = 10.0) -> bool:
+    """Whether ``pid`` still runs after up to ``patience_s`` (a zombie has stopped running)."""
+    deadline = time.monotonic() + patience_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_a_python_eval_that_reads_stdin_gets_nothing_and_no_request(project: Path) -> None:
