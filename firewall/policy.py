@@ -25,6 +25,10 @@ class Status(str, enum.Enum):
     QUARANTINED = "quarantined"
     ERROR = "error"
 
+    def __str__(self) -> str:
+        # The value, as format() gives on 3.10 and str() would not: the same on every Python.
+        return self.value
+
     @property
     def label(self) -> str:
         return self.value.upper()

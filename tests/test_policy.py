@@ -419,3 +419,10 @@ def test_status_labels_are_upper_case_and_values_lower_case() -> None:
         "error",
     ]
     assert Status.QUARANTINE.label == "QUARANTINE"
+
+
+@pytest.mark.parametrize("status", list(Status))
+def test_a_status_reads_as_its_value_on_every_python(status: Status) -> None:
+    # Python 3.11 changed format() of str-mixin enums; templates and f-strings must not care.
+    assert f"{status}" == str(status) == status.value
+    assert status.label == status.value.upper()
