@@ -18,7 +18,7 @@ from firewall.timeutil import Timestamp
 
 
 class HistoryRow(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
 
     eval_id: str
     run_id: str

@@ -22,7 +22,10 @@ _MAX_FIELD_CHARS = 200
 class TrialPayload(BaseModel):
     """The trial result JSON object an eval reports."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+    # protected_namespaces: `model_id` is a field of the contract, not pydantic's (pydantic < 2.10 warns).
+    model_config = ConfigDict(
+        extra="forbid", strict=True, allow_inf_nan=False, frozen=True, protected_namespaces=()
+    )
 
     score: float | None = Field(default=None, ge=0, le=1)
     passed: bool | None = None
@@ -47,7 +50,7 @@ class TrialPayload(BaseModel):
 class TrialRecord(BaseModel):
     """One trial as the artefact keeps it: what was run, what came back, how long it took."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     index: int
     seed: int

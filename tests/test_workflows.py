@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,11 @@ import pytest
 import yaml
 
 from firewall.scaffold import ACTION_REF, scaffold
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -118,3 +124,27 @@ def test_init_scaffolds_valid_workflows_and_never_overwrites(tmp_path: Path) -> 
     assert ACTION_REF in uses
     again = scaffold(tmp_path)
     assert not any(p.created for p in again)
+
+
+def test_the_lowest_constraints_pin_exactly_the_declared_floors() -> None:
+    """CI's `lowest` job tests the oldest releases pyproject.toml admits; keep the two in step."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    floors = {}
+    for line in project["dependencies"]:
+        requirement = Requirement(line)
+        (minimum,) = [spec.version for spec in requirement.specifier if spec.operator == ">="]
+        floors[requirement.name.lower()] = (Version(minimum), str(requirement.marker or ""))
+    pins = {}
+    for line in (REPO / "tests" / "constraints-lowest.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            requirement = Requirement(line)
+            (pinned,) = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+            pins[requirement.name.lower()] = (Version(pinned), str(requirement.marker or ""))
+    assert pins == floors
+
+    job = load(WORKFLOWS / "ci.yml")["jobs"]["lowest"]
+    assert job["steps"][1]["with"]["python-version"] == project["requires-python"].lstrip(">=")
+    assert "-c tests/constraints-lowest.txt" in " ".join(scripts({"jobs": {"lowest": job}}))
