@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -251,7 +251,10 @@ def _model_at(loc: list[Any]) -> type[BaseModel] | None:
         annotation = field.annotation
         model = (
             annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+            # On 3.10 `list[X]` passes isinstance(..., type), and issubclass() then raises.
+            if get_origin(annotation) is None
+            and isinstance(annotation, type)
+            and issubclass(annotation, BaseModel)
             else None
         )
         if part == "evals":

@@ -22,7 +22,7 @@ _MAX_FIELD_CHARS = 200
 class TrialPayload(BaseModel):
     """The trial result JSON object an eval reports."""
 
-    # protected_namespaces: `model_id` is a field of the contract, not pydantic's (pydantic < 2.10 warns).
+    # `model_id` is a field of the contract, not pydantic's: pydantic < 2.10 would warn.
     model_config = ConfigDict(
         extra="forbid", strict=True, allow_inf_nan=False, frozen=True, protected_namespaces=()
     )
