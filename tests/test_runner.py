@@ -120,13 +120,18 @@ def test_placeholders_are_replaced(project: Path) -> None:
     ],
 )
 def test_an_eval_id_cannot_inject_shell(project: Path, hostile_id: str) -> None:
-    spec = command_spec("""printf '%s' {eval_id} > seen.txt; echo '{"score": 1}'""", id=hostile_id)
+    spec = command_spec(
+        """printf '%s' {eval_id} > seen.txt; printf '%s' "$FIREWALL_EVAL_ID" > env.txt; """
+        """echo '{"score": 1}'""",
+        id=hostile_id,
+    )
 
     record = run_one(project, spec)
 
     assert record.error is None
     assert not (project / "pwned").exists()
     assert (project / "seen.txt").read_text() == hostile_id
+    assert (project / "env.txt").read_text() == hostile_id
 
 
 def test_the_result_placeholder_is_the_firewall_result_path(project: Path) -> None:
@@ -163,6 +168,25 @@ def test_firewall_environment_variables(project: Path) -> None:
         seed, trial, eval_id, k, result = (project / f"env-{index}.txt").read_text().splitlines()
         assert (seed, trial, eval_id, k) == (str(555 + index), str(index), "refusals", "9")
         assert result.endswith(".json") and Path(result).is_absolute()
+
+
+def test_commands_inherit_the_environment_and_keep_their_line_numbers(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_MODEL", "judge-7")
+    monkeypatch.setenv("FIREWALL_SEED", "stale value from the caller")
+    spec = command_spec(
+        'printf "%s %s" "$JUDGE_MODEL" "$FIREWALL_SEED" > seen.txt; no-such-tool 2> error.txt\n'
+        "echo '{\"score\": 1}'"
+    )
+
+    run(project, spec, trials=1, seed=42)
+
+    assert (project / "seen.txt").read_text() == "judge-7 42"
+    # The FIREWALL_* exports share the command's first line: an error there is on line 1
+    # ("sh: 1: no-such-tool: not found" from dash, "sh: line 1: ..." from bash).
+    error = (project / "error.txt").read_text()
+    assert "no-such-tool" in error and (" 1: " in error or "line 1:" in error), error
 
 
 def test_commands_run_in_the_working_directory(project: Path) -> None:

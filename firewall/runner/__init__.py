@@ -16,7 +16,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from firewall.runner.command import run_command
@@ -58,14 +58,12 @@ class Runner:
         self._lock = threading.Lock()
         self._in_flight = 0
         self._active: dict[int, int] = {}  # slot -> pid of the process running its trial
-        self._env: dict[str, str] | None = None  # os.environ when the run started
 
     def run(self, tasks: Sequence[Task]) -> list[TrialRecord]:
         """Run every task; the records come back in task order."""
         records: list[TrialRecord | None] = [None] * len(tasks)
         done: queue.SimpleQueue[tuple[int, TrialRecord]] = queue.SimpleQueue()
         pending = iter(enumerate(tasks))
-        self._env = dict(os.environ)  # decoded once per run, not once per command trial
         with tempfile.TemporaryDirectory(prefix="firewall-") as scratch:
             slots = [
                 threading.Thread(
@@ -136,7 +134,6 @@ class Runner:
                         worker=worker,
                         result_path=result_path,
                         register=register,
-                        base_env=self._env,
                     )
                 except Exception as exc:  # a runner bug costs one trial, not the run
                     outcome = Outcome(error=f"internal error running the trial: {exc!r}")
@@ -164,7 +161,6 @@ def execute(
     worker: PythonWorker,
     result_path: Path,
     register: Callable[[int | None], None] = lambda pid: None,
-    base_env: Mapping[str, str] | None = None,
 ) -> Outcome:
     """Run one trial of one eval and return what it reported."""
     spec = task.spec
@@ -181,7 +177,6 @@ def execute(
         cwd=cwd,
         result_path=result_path,
         register=register,
-        base_env=base_env,
     )
 
 
