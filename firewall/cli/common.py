@@ -37,6 +37,26 @@ def selection_options(fn: F) -> F:
     return click.argument("ids", nargs=-1, metavar="[IDS]...")(fn)
 
 
+def output_options(fn: F) -> F:
+    """--report, --no-issues and --format: where a deciding command's results go."""
+    fn = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help="table for people, json (the artefact) for scripts.",
+    )(fn)
+    fn = click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")(
+        fn
+    )
+    return click.option(
+        "--report",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Where to write the JSON artefact (default: the config's `report`).",
+    )(fn)
+
+
 def seed_type(value: str) -> int | str:
     if value == "random":
         return value

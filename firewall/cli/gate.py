@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from firewall import output, pipeline
-from firewall.cli.common import Project, config_option
+from firewall.cli.common import Project, config_option, output_options
 from firewall.config import load_config
 from firewall.effects import after_decision
 
@@ -15,16 +15,8 @@ from firewall.effects import after_decision
 @click.command()
 @click.argument("parts", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @config_option
-@click.option(
-    "--report",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Where to write the JSON artefact (default: the config's `report`).",
-)
-@click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")
+@output_options
 @click.option("--dry-run", is_flag=True, help="Decide and print; change no file and no issue.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
 @click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
 def gate(
     parts: tuple[Path, ...],

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, load_project
+from firewall.cli.common import config_option, load_project, output_options
 from firewall.effects import announce, sync_after_nightly
 from firewall.nightly import NightlyOptions, nightly
 from firewall.registry import Registry
@@ -27,16 +27,8 @@ from firewall.registry import Registry
     type=click.IntRange(min=0),
     help="Base seed (default: a fresh one, recorded in the report).",
 )
-@click.option(
-    "--report",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Where to write the JSON artefact (default: the config's `report`).",
-)
-@click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")
+@output_options
 @click.option("--dry-run", is_flag=True, help="Probe and print; change no file and no issue.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
 def nightly_command(
     config_path: Path | None,
     probe_all: bool,

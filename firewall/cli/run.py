@@ -11,6 +11,7 @@ from firewall.cli.common import (
     SeedParam,
     config_option,
     load_project,
+    output_options,
     selection_options,
 )
 from firewall.effects import after_decision
@@ -21,27 +22,14 @@ from firewall.effects import after_decision
 @config_option
 @click.option("--k", type=click.IntRange(min=3), help="Trials per eval, overriding the config.")
 @click.option("--seed", type=SeedParam(), help='Base seed for this run, or "random".')
-@click.option(
-    "--report",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Where to write the JSON artefact (default: the config's `report`).",
-)
+@output_options
 @click.option(
     "--include-quarantined",
     is_flag=True,
     help="Probe quarantined evals too (their results never block).",
 )
 @click.option("--shard", metavar="I/N", help="Run only shard I of N (1-based) of the evals.")
-@click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")
 @click.option("--dry-run", is_flag=True, help="Decide and print; change no file and no issue.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table for people, json (the artefact) for scripts.",
-)
 @click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
 def run(
     ids: tuple[str, ...],
