@@ -157,7 +157,7 @@ PROBE_ONLY = """\
 import json, sys, time
 start = time.perf_counter()
 from firewall.cli.common import load_project
-from firewall.pipeline import plan
+from firewall.pipeline.run import plan
 from firewall.runner import Runner
 project = load_project(None)
 tasks = plan(project.specs, 20261129, None)

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterable, Sequence
 from difflib import get_close_matches
 from pathlib import Path
 
 from firewall.config import LoadedConfig, parse_eval_options
 from firewall.errors import ConfigError, DiscoveryError, UsageError
+from firewall.runner.python import worker_command
 from firewall.spec import EvalSpec, Source
-
-_BOOT = "import sys; sys.path.append({parent!r}); from firewall._worker import main; main()"
 
 
 def discover(config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
@@ -51,9 +49,8 @@ def _decorated(paths: Sequence[str], config: LoadedConfig, cwd: Path) -> list[Ev
             f"{_relative(config.path, cwd)}: {config.prefix}paths: "
             f"{', '.join(missing)} does not exist (relative to {cwd})"
         )
-    parent = str(Path(__file__).resolve().parents[1])
     proc = subprocess.run(
-        [sys.executable, "-c", _BOOT.format(parent=parent), "--discover", *paths],
+        worker_command("--discover", *paths),
         cwd=cwd,
         capture_output=True,
         text=True,

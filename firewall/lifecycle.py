@@ -13,10 +13,11 @@ import dataclasses
 import datetime as dt
 from typing import Literal
 
+from firewall.artefact import EvalReport
 from firewall.config import Settings
-from firewall.policy import Status, fmt
-from firewall.registry import Entry
-from firewall.report.artefact import EvalReport
+from firewall.policy import Status
+from firewall.store.registry import Entry
+from firewall.text import fmt
 
 EventKind = Literal["quarantined", "stable", "unstable", "errored", "released", "missing"]
 

@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING
 
 import click
 
+from firewall.artefact import Artefact, EvalReport
 from firewall.diagnostics import describe_flip, describe_hint, format_check
-from firewall.policy import Status, fmt
-from firewall.report.artefact import Artefact, EvalReport
+from firewall.policy import Status
+from firewall.text import fmt
 
 if TYPE_CHECKING:
-    from firewall.calibrate import Calibration
-    from firewall.pipeline import Outcome
+    from firewall.pipeline.run import Outcome
+    from firewall.report.calibrate import Calibration
+    from firewall.report.status import StatusView
     from firewall.runner import Task
-    from firewall.triage import StatusView
-    from firewall.trial import TrialRecord
+    from firewall.runner.trial import TrialRecord
 
 _COLOURS = {
     Status.PASS: "green",

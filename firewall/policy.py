@@ -13,9 +13,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import EPSILON, Stats, summarize
-from firewall.trial import TrialRecord
+from firewall.text import fmt
 
 
 class Status(str, enum.Enum):
@@ -220,9 +221,3 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
         f"median {fmt(stats.median)} >= threshold "
         f"{fmt(spec.threshold)} (iqr {fmt(stats.iqr)}, k={k})",
     )
-
-
-def fmt(value: float) -> str:
-    """A number as a reason shows it: up to 3 decimals, no trailing zeros."""
-    text = f"{value:.3f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from firewall.artefact import EvalReport
 from firewall.config import Budgets
 from firewall.policy import Status
-from firewall.report.artefact import EvalReport
+from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec, Source
 from firewall.stats import Stats
-from firewall.trial import TrialRecord
 
 DEFAULT_THRESHOLD = 0.8
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from firewall.atomic import write_atomic
+from firewall.store.atomic import write_atomic
 
 
 def test_a_new_file_gets_the_umask_permissions(tmp_path: Path) -> None:

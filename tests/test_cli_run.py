@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from firewall.cli import main
-from firewall.seeds import trial_seed
+from firewall.runner.seeds import trial_seed
 
 CONSTANT = "echo '{{\"score\": {score}}}'"
 # Scores drawn from the seed: wide scatter, so the eval is unstable.

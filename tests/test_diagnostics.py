@@ -34,7 +34,7 @@ from firewall.diagnostics import (
     spearman,
 )
 from firewall.policy import Check, decide
-from firewall.trial import TrialRecord
+from firewall.runner.trial import TrialRecord
 
 STABLE = [0.81, 0.80, 0.82, 0.81, 0.80, 0.82, 0.81]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fakes import make_report
 
+from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.github import annotations
 from firewall.github.annotations import (
     annotation,
@@ -18,7 +19,6 @@ from firewall.github.annotations import (
     stop_commands,
 )
 from firewall.policy import Status
-from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.spec import Source
 from firewall.stats import Stats
 

@@ -12,6 +12,7 @@ import pytest
 from fakes import make_spec, trials
 from github_standin import GitHubStandIn
 
+from firewall.artefact import EvalReport
 from firewall.github.client import GitHubIssues, Transport, from_environment
 from firewall.github.issues import (
     IssueContext,
@@ -24,10 +25,9 @@ from firewall.github.issues import (
 )
 from firewall.lifecycle import Event
 from firewall.policy import decide
-from firewall.registry import Entry
-from firewall.report.artefact import EvalReport
+from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
-from firewall.trial import TrialRecord
+from firewall.store.registry import Entry
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 FAST = Transport(timeout=2, retries=1, backoff=0.01, request_gap=0, write_gap=0)

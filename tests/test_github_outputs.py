@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from firewall.artefact import Artefact, RunInfo, Summary
 from firewall.github import outputs
 from firewall.github.outputs import key_value_message, outputs_for, result_for, write_outputs
-from firewall.report.artefact import Artefact, RunInfo, Summary
 
 # actions/toolkit packages/core/__tests__/core.test.ts mocks uuid to this value.
 UUID = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from fakes import make_report
 
+from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.github.summary import SUMMARY_LIMIT, append_summary, cell, render_summary
 from firewall.policy import Status
-from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.stats import Stats
 
 COLUMNS = 9
@@ -224,8 +224,8 @@ def test_append_summary_adds_to_the_file(tmp_path: Path) -> None:
 
 
 def test_usage_is_shown_without_budgets_and_failures_list_their_checks() -> None:
-    from firewall.pipeline import judge
-    from firewall.trial import TrialRecord
+    from firewall.pipeline.run import judge
+    from firewall.runner.trial import TrialRecord
     from tests.fakes import make_spec
 
     trials = [

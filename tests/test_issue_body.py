@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 from firewall.github.issues import IssueContext, render_body
-from firewall.pipeline import judge
-from firewall.registry import Entry
-from firewall.trial import TrialRecord
+from firewall.pipeline.run import judge
+from firewall.runner.trial import TrialRecord
+from firewall.store.registry import Entry
 from tests.fakes import make_spec
 
 AT = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)

@@ -6,13 +6,13 @@ import datetime as dt
 
 import pytest
 
+from firewall.artefact import EvalReport
 from firewall.config import Settings
 from firewall.lifecycle import advance, overdue, quarantine_entry
 from firewall.policy import Status
-from firewall.registry import Entry
-from firewall.report.artefact import EvalReport
 from firewall.spec import Source
 from firewall.stats import Stats
+from firewall.store.registry import Entry
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 

@@ -7,7 +7,7 @@ from fakes import error_trial, make_spec, trial, trials, with_metrics
 
 from firewall.diagnostics import format_check
 from firewall.policy import Decision, Status, decide
-from firewall.trial import TrialRecord
+from firewall.runner.trial import TrialRecord
 
 STABLE = [0.92, 0.91, 0.93, 0.92, 0.92, 0.91, 0.93]  # median 0.92, iqr 0.01
 SCATTERED = [0.5, 0.9, 0.6, 0.95, 0.7, 0.85, 0.55]  # iqr 0.3

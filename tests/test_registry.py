@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from firewall.errors import RegistryError
-from firewall.registry import Entry, Registry
+from firewall.store.registry import Entry, Registry
 
 AT = dt.datetime(2026, 11, 29, 21, 5, tzinfo=dt.timezone.utc)
 
@@ -81,7 +81,7 @@ def test_bad_registries_are_named_and_never_overwritten(
 WRITER = """
 import datetime as dt, sys
 from pathlib import Path
-from firewall.registry import Entry, Registry
+from firewall.store.registry import Entry, Registry
 path, name, rounds = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 at = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 for i in range(rounds):

@@ -12,13 +12,13 @@ from typing import ClassVar
 import pytest
 from click.testing import CliRunner, Result
 
+from firewall.artefact import Artefact, EvalReport, RunInfo, load
 from firewall.cli import main
 from firewall.github.summary import render_summary
-from firewall.pipeline import judge, skipped, summarise
-from firewall.registry import Entry
-from firewall.report.artefact import Artefact, EvalReport, RunInfo, load
+from firewall.pipeline.run import judge, skipped, summarise
 from firewall.report.html import render_html
 from firewall.report.junit import render_junit
+from firewall.store.registry import Entry
 from tests.fakes import error_trial, make_spec, trial, trials
 
 STARTED = dt.datetime(2026, 11, 29, 21, 0, tzinfo=dt.timezone.utc)

@@ -14,8 +14,8 @@ import pytest
 from fakes import command_spec, python_spec, write_module
 
 from firewall.runner import Runner, Task
+from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
-from firewall.trial import TrialRecord
 
 SEED = 1234567
 HUGE = 17 * 1024 * 1024  # more than the 16 MiB of stdout the runner keeps

@@ -1,4 +1,4 @@
-"""firewall.seeds.trial_seed: the contract's derivation, so any trial can be replayed."""
+"""firewall.runner.seeds.trial_seed: the contract's derivation, so any trial can be replayed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from firewall.seeds import fresh_base_seed, trial_seed
+from firewall.runner.seeds import fresh_base_seed, trial_seed
 
 
 def oracle(base_seed: int, eval_id: str, index: int) -> int:

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from firewall import history
-from firewall.calibrate import calibrate
 from firewall.cli import main
-from firewall.registry import Entry, Registry
-from firewall.sparkline import sparkline
+from firewall.report.calibrate import calibrate
+from firewall.report.status import build
+from firewall.store import history
+from firewall.store.registry import Entry, Registry
+from firewall.text import sparkline
 from firewall.timeutil import now, to_text
-from firewall.triage import build
 
 AT = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 

@@ -1,4 +1,4 @@
-"""firewall.trial.record_from_payload: a bad trial result is an error that names the problem."""
+"""record_from_payload: a bad trial result is an error that names the problem."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from firewall.trial import TrialRecord, record_from_payload
+from firewall.runner.trial import TrialRecord, record_from_payload
 
 
 def record(payload: Any, *, pass_score: float = 0.8) -> TrialRecord:

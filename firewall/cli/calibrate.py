@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from firewall import history, output
-from firewall.calibrate import MIN_POINTS, calibrate
+from firewall import output
 from firewall.cli.common import config_option, load_project
 from firewall.errors import FirewallError
+from firewall.report.calibrate import MIN_POINTS, calibrate
+from firewall.store import history
 
 
 @click.command(name="calibrate")

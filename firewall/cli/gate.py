@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from firewall import output, pipeline
+from firewall import output
 from firewall.cli.common import Project, config_option, output_options
 from firewall.config import load_config
-from firewall.effects import after_decision
+from firewall.pipeline import run as pipeline
+from firewall.pipeline.effects import after_decision
 
 
 @click.command()

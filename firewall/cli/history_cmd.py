@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from firewall import history, output
+from firewall import output
 from firewall.cli.common import config_option
 from firewall.config import load_config
+from firewall.store import history
 from firewall.timeutil import now, to_text
 
 

@@ -9,7 +9,7 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option, load_project, selection_options
-from firewall.lint import warnings_for
+from firewall.spec import warnings_for
 
 
 @click.command(name="list")

@@ -8,9 +8,9 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option, load_project, output_options
-from firewall.effects import announce, sync_after_nightly
-from firewall.nightly import NightlyOptions, nightly
-from firewall.registry import Registry
+from firewall.pipeline.effects import announce, sync_after_nightly
+from firewall.pipeline.nightly import NightlyOptions, nightly
+from firewall.store.registry import Registry
 
 
 @click.command(name="nightly")

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
-from firewall import output, pipeline, sharding
+from firewall import output
 from firewall.cli.common import SeedParam, config_option, load_project, selection_options
+from firewall.pipeline import run as pipeline
+from firewall.store import parts as sharding
 
 
 @click.command()

@@ -11,10 +11,10 @@ from firewall import output
 from firewall.cli.common import Project, config_option, load_project
 from firewall.config import load_config
 from firewall.discovery import unknown_eval_message
-from firewall.effects import sync_after_add, sync_after_release
 from firewall.errors import UsageError
-from firewall.gitinfo import git_info
-from firewall.registry import Entry, Registry
+from firewall.pipeline.effects import sync_after_add, sync_after_release
+from firewall.pipeline.gitinfo import git_info
+from firewall.store.registry import Entry, Registry
 from firewall.timeutil import now
 
 

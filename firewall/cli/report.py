@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.atomic import write_atomic
+from firewall.artefact import Artefact, load
 from firewall.errors import UsageError
-from firewall.report.artefact import Artefact, load
+from firewall.store.atomic import write_atomic
 
 
 def _markdown(artefact: Artefact, source: Path) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from firewall import output, pipeline
+from firewall import output
 from firewall.cli.common import (
     SeedParam,
     config_option,
@@ -14,7 +14,8 @@ from firewall.cli.common import (
     output_options,
     selection_options,
 )
-from firewall.effects import after_decision
+from firewall.pipeline import run as pipeline
+from firewall.pipeline.effects import after_decision
 
 
 @click.command()

@@ -8,9 +8,9 @@ import click
 from pydantic import BaseModel
 
 from firewall import output
-from firewall.registry import RegistryFile
-from firewall.report.artefact import Artefact
-from firewall.trial import TrialPayload
+from firewall.artefact import Artefact
+from firewall.runner.trial import TrialPayload
+from firewall.store.registry import RegistryFile
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "artefact": Artefact,

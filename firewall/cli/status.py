@@ -6,11 +6,13 @@ from pathlib import Path
 
 import click
 
-from firewall import history, output, triage
+from firewall import output
 from firewall.cli.common import config_option
 from firewall.config import load_config
 from firewall.errors import FirewallError
-from firewall.registry import Registry
+from firewall.report import status as triage
+from firewall.store import history
+from firewall.store.registry import Registry
 from firewall.timeutil import now
 
 

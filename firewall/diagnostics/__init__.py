@@ -32,7 +32,7 @@ from firewall.diagnostics.drift import (
 )
 from firewall.diagnostics.models import CaseFlip, Cause, Diagnosis, FieldDrift, Hint, ValueCount
 from firewall.diagnostics.text import describe_drift, describe_flip, describe_hint, format_check
-from firewall.trial import TrialRecord
+from firewall.runner.trial import TrialRecord
 
 __all__ = [
     "DISPLAY_CHARS",

@@ -38,9 +38,9 @@ from collections.abc import Callable, Sequence
 from firewall.diagnostics.drift import DISPLAY_CHARS, case_ids
 from firewall.diagnostics.models import CaseFlip, Cause, FieldDrift, Hint
 from firewall.diagnostics.text import describe_drift, describe_flip
-from firewall.policy import fmt
+from firewall.runner.trial import TrialRecord, shorten
 from firewall.stats import EPSILON, iqr
-from firewall.trial import TrialRecord, shorten
+from firewall.text import fmt
 
 MIN_CORRELATION = 0.7
 MIN_CORRELATION_TRIALS = 5

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from firewall.diagnostics.models import CaseFlip, FieldDrift, Hint
-from firewall.policy import Check, fmt
+from firewall.policy import Check
+from firewall.text import fmt
 
 _NEGATED = {"<=": ">", ">=": "<", "<": ">=", ">": "<=", "==": "!=", "=": "!=", "!=": "="}
 _OPERATOR = re.compile(r"^(<=|>=|==|!=|<|>|=)\s*(.*)$", re.DOTALL)

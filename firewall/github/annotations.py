@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from firewall.artefact import Artefact, EvalReport
 from firewall.policy import Status
-from firewall.report.artefact import Artefact, EvalReport
 from firewall.spec import Source
 
 Kind = Literal["error", "warning", "notice"]

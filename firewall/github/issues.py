@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import jinja2
 
+from firewall.artefact import EvalReport
 from firewall.diagnostics import (
     FieldDrift,
     describe_drift,
@@ -30,9 +31,8 @@ from firewall.diagnostics import (
 )
 from firewall.errors import FirewallError
 from firewall.lifecycle import Event
-from firewall.policy import fmt
-from firewall.registry import Entry
-from firewall.report.artefact import EvalReport
+from firewall.store.registry import Entry
+from firewall.text import fmt
 from firewall.timeutil import to_text
 
 DEFAULT_LABEL = "flaky-eval"

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from firewall.report.artefact import Artefact
+from firewall.artefact import Artefact
 
 _RESULTS = {0: "pass", 1: "fail", 3: "error", 130: "error"}
 

@@ -10,14 +10,15 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from firewall import history, triage
+from firewall.artefact import Artefact
 from firewall.github import in_actions
 from firewall.github.annotations import annotations_for
 from firewall.github.outputs import outputs_for, write_outputs
 from firewall.github.summary import append_summary, render_summary
 from firewall.lifecycle import overdue
-from firewall.registry import Entry
-from firewall.report.artefact import Artefact
+from firewall.report import status as triage
+from firewall.store import history
+from firewall.store.registry import Entry
 from firewall.timeutil import now
 
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import jinja2
 
+from firewall.artefact import Artefact, EvalReport
 from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.github.annotations import severity
 from firewall.github.outputs import result_for
-from firewall.policy import Status, fmt
-from firewall.report.artefact import Artefact, EvalReport
-from firewall.textsafe import printable
+from firewall.policy import Status
+from firewall.text import fmt, printable
 
 SUMMARY_LIMIT = 1024 * 1024 - 1024
 """GitHub refuses a step summary over 1 MiB; the rest is headroom for what else the step adds."""

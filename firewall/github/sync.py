@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from firewall.artefact import EvalReport
 from firewall.config import Settings
 from firewall.github.issues import (
     IssueContext,
@@ -20,8 +21,7 @@ from firewall.github.issues import (
     catch_up,
 )
 from firewall.lifecycle import Event
-from firewall.registry import Entry, Registry
-from firewall.report.artefact import EvalReport
+from firewall.store.registry import Entry, Registry
 
 
 @dataclasses.dataclass

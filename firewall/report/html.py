@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from firewall.artefact import Artefact, EvalReport
 from firewall.diagnostics import (
     FieldDrift,
     describe_drift,
@@ -27,11 +28,10 @@ from firewall.diagnostics import (
 )
 from firewall.github.annotations import severity
 from firewall.github.outputs import result_for
-from firewall.policy import Status, fmt
-from firewall.report.artefact import Artefact, EvalReport
-from firewall.textsafe import printable
+from firewall.policy import Status
+from firewall.runner.trial import TrialRecord
+from firewall.text import fmt, printable
 from firewall.timeutil import to_text
-from firewall.trial import TrialRecord
 
 
 @dataclasses.dataclass(frozen=True)

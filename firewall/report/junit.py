@@ -35,10 +35,10 @@ import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
+from firewall.artefact import Artefact, EvalReport
 from firewall.diagnostics import describe_flip, describe_hint, format_check
-from firewall.policy import Status, fmt
-from firewall.report.artefact import Artefact, EvalReport
-from firewall.textsafe import printable
+from firewall.policy import Status
+from firewall.text import fmt, printable
 from firewall.timeutil import to_text
 
 SUITE_NAME = "flakiness-firewall"

@@ -22,8 +22,8 @@ from pathlib import Path
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
 from firewall.runner.python import PythonWorker
+from firewall.runner.trial import TrialRecord, error_record, record_from_payload
 from firewall.spec import EvalSpec
-from firewall.trial import TrialRecord, error_record, record_from_payload
 
 __all__ = ["Interrupted", "Runner", "Task", "execute"]
 

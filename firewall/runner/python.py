@@ -44,13 +44,18 @@ _BOOT_PERMITS = threading.BoundedSemaphore(_cpus())
 # The worker module is loaded by its path, not imported, so that booting a worker does not
 # import the `firewall` package (and its typing, dataclasses, inspect); `firewall` stays
 # importable by eval code, from where it was found before or from this checkout.
+_WORKER = Path(__file__).resolve().with_name("_worker.py")
 _BOOT = (
-    "import sys; sys.path.append({parent!r}); "
+    f"import sys; sys.path.append({str(_WORKER.parents[2])!r}); "
     "from importlib.util import spec_from_file_location as _s, module_from_spec as _m; "
-    "_w = _s('firewall._worker', {worker!r}); _x = _m(_w); sys.modules[_w.name] = _x; "
-    "_w.loader.exec_module(_x); _x.main(['--own-log'])"
+    f"_w = _s('firewall.runner._worker', {str(_WORKER)!r}); _x = _m(_w); "
+    "sys.modules[_w.name] = _x; _w.loader.exec_module(_x); _x.main(sys.argv[1:])"
 )
-_WORKER = str(Path(__file__).resolve().parents[1] / "_worker.py")
+
+
+def worker_command(*args: str) -> list[str]:
+    """The command line that boots a worker process (``--own-log`` to serve trials)."""
+    return [sys.executable, "-c", _BOOT, *args]
 
 
 class PythonWorker:
@@ -172,10 +177,9 @@ class PythonWorker:
         else:
             self._log.truncate(0)
         self._permit = _BOOT_PERMITS.acquire(timeout=BOOT_HOLD_S)
-        parent = str(Path(_WORKER).parents[1])
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", _BOOT.format(parent=parent, worker=_WORKER)],
+                worker_command("--own-log"),
                 cwd=self._cwd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

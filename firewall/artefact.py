@@ -8,14 +8,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from firewall._version import __version__
-from firewall.atomic import write_atomic
 from firewall.diagnostics import CaseFlip, Hint, ValueCount
-from firewall.jsonfile import read_versioned
 from firewall.policy import Check, Status
+from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
 from firewall.stats import Stats
+from firewall.store.atomic import write_atomic
+from firewall.store.jsonfile import read_versioned
 from firewall.timeutil import Timestamp
-from firewall.trial import TrialRecord
 
 SCHEMA_VERSION = 1
 

@@ -13,12 +13,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall.atomic import write_atomic
 from firewall.errors import ArtefactError, UsageError
-from firewall.jsonfile import read_versioned
+from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
+from firewall.store.atomic import write_atomic
+from firewall.store.jsonfile import read_versioned
 from firewall.timeutil import Timestamp
-from firewall.trial import TrialRecord
 
 PART_SCHEMA_VERSION = 1
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from firewall.atomic import locked, write_atomic
+from firewall.artefact import Artefact
 from firewall.policy import Status
-from firewall.report.artefact import Artefact
+from firewall.store.atomic import locked, write_atomic
 from firewall.timeutil import Timestamp
 
 

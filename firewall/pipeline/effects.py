@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from firewall import history, output, triage
+from firewall import output
+from firewall.artefact import Artefact
 from firewall.github import in_actions
 from firewall.lifecycle import overdue, quarantine_entry
 from firewall.policy import Status
-from firewall.registry import Entry, Registry
-from firewall.report.artefact import Artefact
+from firewall.report import status as triage
+from firewall.store import history
+from firewall.store.registry import Entry, Registry
 from firewall.timeutil import now
 
 if TYPE_CHECKING:
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
     from firewall.cli.common import Project
     from firewall.github.issues import IssueTracker
     from firewall.github.sync import Sync
-    from firewall.nightly import NightlyOutcome
-    from firewall.pipeline import Outcome
+    from firewall.pipeline.nightly import NightlyOutcome
+    from firewall.pipeline.run import Outcome
 
 
 def announce(project: Project, artefact: Artefact, report_path: Path | None) -> None:

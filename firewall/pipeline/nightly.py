@@ -10,19 +10,19 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from firewall import history
+from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.config import LoadedConfig
-from firewall.gitinfo import git_info
 from firewall.lifecycle import Event, advance, quarantine_entry
-from firewall.pipeline import EXIT_OK, judge, plan, probe, summarise
+from firewall.pipeline.gitinfo import git_info
+from firewall.pipeline.run import EXIT_OK, judge, plan, probe, summarise
 from firewall.policy import Status
-from firewall.registry import Entry, Registry
-from firewall.report.artefact import Artefact, EvalReport, RunInfo
 from firewall.runner import Task
-from firewall.seeds import fresh_base_seed
+from firewall.runner.seeds import fresh_base_seed
+from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
+from firewall.store import history
+from firewall.store.registry import Entry, Registry
 from firewall.timeutil import now
-from firewall.trial import TrialRecord
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from firewall.registry import Entry
-from firewall.sparkline import sparkline
+from firewall.store.registry import Entry
+from firewall.text import sparkline
 from firewall.timeutil import Timestamp, to_text
 
 

@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from firewall.atomic import locked, write_atomic
 from firewall.errors import RegistryError
+from firewall.store.atomic import locked, write_atomic
 from firewall.timeutil import Timestamp
 
 SCHEMA_VERSION = 1

@@ -2,7 +2,7 @@
 
 Each stage is a function that can be tested alone; only ``record`` touches
 files, and nothing here prints (progress goes through a callback). A sharded
-probe hands its trials to the gate as parts, which ``firewall.sharding`` owns.
+probe hands its trials to the gate as parts, which ``firewall.store.parts`` owns.
 """
 
 from __future__ import annotations
@@ -12,21 +12,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from firewall import history
+from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.config import LoadedConfig
 from firewall.diagnostics import diagnose
-from firewall.gitinfo import git_info
 from firewall.lifecycle import quarantine_entry
+from firewall.pipeline.gitinfo import git_info
 from firewall.policy import Check, Status, decide
-from firewall.registry import Entry, Registry
-from firewall.report.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.runner import Interrupted, Runner, Task
-from firewall.seeds import fresh_base_seed, trial_seed
-from firewall.sharding import Probed, load_parts, shard
+from firewall.runner.seeds import fresh_base_seed, trial_seed
+from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import Stats
+from firewall.store import history
+from firewall.store.parts import Probed, load_parts, shard
+from firewall.store.registry import Entry, Registry
 from firewall.timeutil import now
-from firewall.trial import TrialRecord
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 

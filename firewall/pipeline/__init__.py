@@ -1,0 +1,1 @@
+"""A command's run as stages over one context: plan -> probe -> judge -> record -> publish."""

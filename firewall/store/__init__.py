@@ -1,0 +1,1 @@
+"""Every file the firewall keeps: registry, history, probe parts; atomic writes and locks."""
