@@ -1,8 +1,9 @@
 """Flakiness Firewall: probe non-deterministic evals, quarantine the unstable, gate the rest.
 
 This module is the public API that eval code imports. It is imported inside
-the trial worker processes too, so it stays light: no numpy, no pydantic.
-``firewall.stats`` (numpy) is loaded on first use.
+the trial worker processes too, so it stays light: no pydantic, nothing of the
+orchestrator. ``firewall.stats`` (plain Python, pydantic for its ``Stats``
+model) is loaded on first use.
 """
 
 from __future__ import annotations

@@ -1,20 +1,25 @@
-"""The artefact, ``firewall-report.json``: everything a run measured and decided (contract §6)."""
+"""The artefact, ``firewall-report.json``: everything a run measured and decided (contract §6).
+
+These are the typed values a decided run is made of. They sit below the core
+that reads them (the lifecycle turns an ``EvalReport`` into a registry entry)
+and below the store that writes them; ``firewall.store.reports`` reads and
+writes the file.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from firewall._version import __version__
 from firewall.diagnostics import CaseFlip, Hint, ValueCount
+from firewall.errors import ExitCode
 from firewall.policy import Check, Status
 from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
 from firewall.stats import Stats
-from firewall.store.atomic import write_atomic
-from firewall.store.jsonfile import read_versioned
 from firewall.timeutil import Timestamp
 
 SCHEMA_VERSION = 1
@@ -46,7 +51,12 @@ class Summary(BaseModel):
     quarantine: int = 0
     quarantined: int = 0
     error: int = 0
-    exit_code: int = 0
+    exit_code: ExitCode = ExitCode.OK
+
+    @property
+    def result(self) -> str:
+        """pass, fail or error: the run's overall result, as the ``status`` step output."""
+        return self.exit_code.result
 
 
 class EvalReport(BaseModel):
@@ -85,9 +95,26 @@ class Artefact(BaseModel):
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
 
-    def write(self, path: Path) -> None:
-        write_atomic(path, self.to_json())
+
+def severity(report: EvalReport) -> tuple[int, float, str]:
+    """A sort key, worst first: blocking fail, blocking error, non-blocking fail and
+    error, quarantine, quarantined, pass; within a group, the furthest below its bar."""
+    failed = report.status in (Status.FAIL, Status.ERROR)
+    if failed and report.blocking:
+        group = 0 if report.status is Status.FAIL else 1
+    elif failed:
+        group = 2 if report.status is Status.FAIL else 3
+    else:
+        group = {Status.QUARANTINE: 4, Status.QUARANTINED: 5}.get(report.status, 6)
+    return group, -_badness(report), report.id
 
 
-def load(path: Path) -> Artefact:
-    return read_versioned(path, Artefact, what="report", version=SCHEMA_VERSION)
+def _badness(report: EvalReport) -> float:
+    stats = report.stats
+    if report.status is Status.ERROR:
+        return float(stats.errors)
+    if report.status in (Status.QUARANTINE, Status.QUARANTINED):
+        return stats.iqr if stats.iqr is not None else math.inf
+    if stats.median is None:  # nothing scored: as far below the bar as it gets
+        return math.inf
+    return report.threshold - stats.median

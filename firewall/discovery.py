@@ -7,6 +7,7 @@ the orchestrator and a module that fails to import is reported, not fatal.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -82,6 +83,33 @@ def select(specs: Sequence[EvalSpec], ids: Iterable[str], tags: Iterable[str]) -
             raise UsageError(unknown_eval_message(wanted, known))
     chosen = [spec for spec in specs if not ids or spec.id in ids]
     return [spec for spec in chosen if tags.issubset(spec.tags)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count`` (1-based): the evals dealt to one of N CI jobs."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``I/N``, e.g. ``2/4``; a ``ValueError`` that says what is allowed otherwise."""
+        try:
+            index, count = (int(part) for part in text.split("/"))
+        except ValueError:
+            raise ValueError(f"expected I/N, e.g. 1/4; got {text!r}") from None
+        if not 1 <= index <= count:
+            raise ValueError(f"{text}: I must be between 1 and N")
+        return cls(index, count)
+
+    def pick(self, specs: Sequence[EvalSpec]) -> list[EvalSpec]:
+        """This shard's evals, dealt round-robin over the ids in sorted order."""
+        ordered = sorted(specs, key=lambda spec: spec.id)
+        return ordered[self.index - 1 :: self.count]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 def unknown_eval_message(wanted: str, known: Iterable[str]) -> str:

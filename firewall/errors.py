@@ -1,24 +1,49 @@
-"""The errors a user is meant to read.
+"""The exit codes, and the errors a user is meant to read.
 
 Every error the firewall expects to meet in the wild is a ``FirewallError``:
 the command-line boundary prints its message on one line and exits with its
-``exit_code``. Anything else is a bug and keeps its traceback.
+``exit_code``. Anything else is a bug of the firewall (or an OS failure it did
+not foresee): the boundary prints one line, the traceback, and exits 4, so that
+CI never reads a crash of the tool as a failing eval.
 
     FirewallError                 exit 2 unless stated
     ├── ConfigError               bad firewall.toml / [tool.firewall] / decorator options
     ├── DiscoveryError            an eval module that cannot be imported or scanned
     ├── RegistryError             quarantine.json that cannot be read or written
     ├── ArtefactError             a report or probe part that cannot be read
+    ├── LockError                 a file another firewall process holds too long
+    ├── IssueError                GitHub unreachable or refusing; never leaves the pipeline
     └── UsageError                a command line that cannot be honoured
 """
 
 from __future__ import annotations
 
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """What a command's exit status means (contract §5)."""
+
+    OK = 0  # nothing blocking failed; quarantines are not failures
+    FAIL = 1  # at least one blocking eval failed
+    USAGE = 2  # usage or configuration error
+    ERROR = 3  # at least one blocking eval errored, and none failed
+    INTERNAL = 4  # a bug or an unforeseen OS error of the firewall itself
+    NOTHING_SELECTED = 5  # no eval was selected
+    INTERRUPTED = 130
+
+    @property
+    def result(self) -> str:
+        """The run's overall result as the ``status`` step output gives it."""
+        if self is ExitCode.OK or self is ExitCode.NOTHING_SELECTED:
+            return "pass"
+        return "fail" if self is ExitCode.FAIL else "error"
+
 
 class FirewallError(Exception):
     """An expected failure, explained in one line that says what to do."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class ConfigError(FirewallError):
@@ -35,6 +60,14 @@ class RegistryError(FirewallError):
 
 class ArtefactError(FirewallError):
     """A report or probe part is missing or malformed."""
+
+
+class LockError(FirewallError):
+    """Another process held a file's lock past the timeout."""
+
+
+class IssueError(FirewallError):
+    """GitHub could not be reached or refused; the gate's decision stands, the next run retries."""
 
 
 class UsageError(FirewallError):

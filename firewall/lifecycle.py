@@ -13,11 +13,36 @@ import dataclasses
 import datetime as dt
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from firewall.artefact import EvalReport
 from firewall.config import Settings
 from firewall.policy import Status
-from firewall.store.registry import Entry
 from firewall.text import fmt
+from firewall.timeutil import Timestamp
+
+
+class Entry(BaseModel):
+    """Why and since when an eval is quarantined, and its road back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    since: Timestamp
+    source: Literal["auto", "manual"]
+    reason: str
+    median: float | None = None
+    iqr: float | None = None
+    k: int | None = None
+    git_sha: str | None = None
+    issue: int | None = None
+    stable_streak: int = 0
+    last_probe: Timestamp | None = None
+    review_by: Timestamp | None = None
+    owner: str | None = None
+
+    def overdue(self, at: dt.datetime) -> bool:
+        return self.review_by is not None and at > self.review_by
+
 
 EventKind = Literal["quarantined", "stable", "unstable", "errored", "released", "missing"]
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import EPSILON, Stats, summarize
-from firewall.text import fmt
+from firewall.text import fmt, one_line
 
 
 class Status(str, enum.Enum):
@@ -88,8 +88,7 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
 
     def verdict(status: Status, reason: str) -> Decision:
         # Trial errors and violation names are eval text and may span lines; a reason may not.
-        one_line = " | ".join(line.strip() for line in reason.splitlines() if line.strip())
-        return Decision(status=status, reason=one_line, stats=stats, checks=tuple(checks))
+        return Decision(status=status, reason=one_line(reason), stats=stats, checks=tuple(checks))
 
     # 1. error: the probe could not measure enough.
     errored = [trial for trial in trials if trial.error is not None]

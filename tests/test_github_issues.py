@@ -27,7 +27,7 @@ from firewall.lifecycle import Event
 from firewall.policy import decide
 from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
-from firewall.store.registry import Entry
+from firewall.lifecycle import Entry
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 FAST = Transport(timeout=2, retries=1, backoff=0.01, request_gap=0, write_gap=0)

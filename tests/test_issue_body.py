@@ -7,7 +7,7 @@ import datetime as dt
 from firewall.github.issues import IssueContext, render_body
 from firewall.pipeline.run import judge
 from firewall.runner.trial import TrialRecord
-from firewall.store.registry import Entry
+from firewall.lifecycle import Entry
 from tests.fakes import make_spec
 
 AT = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)

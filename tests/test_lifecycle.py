@@ -12,7 +12,7 @@ from firewall.lifecycle import advance, overdue, quarantine_entry
 from firewall.policy import Status
 from firewall.spec import Source
 from firewall.stats import Stats
-from firewall.store.registry import Entry
+from firewall.lifecycle import Entry
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from firewall.errors import RegistryError
-from firewall.store.registry import Entry, Registry
+from firewall.lifecycle import Entry
+from firewall.store.registry import Registry
 
 AT = dt.datetime(2026, 11, 29, 21, 5, tzinfo=dt.timezone.utc)
 
@@ -81,7 +82,8 @@ def test_bad_registries_are_named_and_never_overwritten(
 WRITER = """
 import datetime as dt, sys
 from pathlib import Path
-from firewall.store.registry import Entry, Registry
+from firewall.lifecycle import Entry
+from firewall.store.registry import Registry
 path, name, rounds = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 at = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 for i in range(rounds):

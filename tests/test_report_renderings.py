@@ -18,7 +18,7 @@ from firewall.github.summary import render_summary
 from firewall.pipeline.run import judge, skipped, summarise
 from firewall.report.html import render_html
 from firewall.report.junit import render_junit
-from firewall.store.registry import Entry
+from firewall.lifecycle import Entry
 from tests.fakes import error_trial, make_spec, trial, trials
 
 STARTED = dt.datetime(2026, 11, 29, 21, 0, tzinfo=dt.timezone.utc)

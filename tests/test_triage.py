@@ -14,7 +14,8 @@ from firewall.cli import main
 from firewall.report.calibrate import calibrate
 from firewall.report.status import build
 from firewall.store import history
-from firewall.store.registry import Entry, Registry
+from firewall.lifecycle import Entry
+from firewall.store.registry import Registry
 from firewall.text import sparkline
 from firewall.timeutil import now, to_text
 

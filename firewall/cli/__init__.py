@@ -5,12 +5,13 @@ from __future__ import annotations
 import importlib
 import signal
 import sys
+import traceback
 from types import FrameType
 
 import click
 
 from firewall._version import __version__
-from firewall.errors import FirewallError
+from firewall.errors import ExitCode, FirewallError
 from firewall.output import error
 
 # Each command's module is imported only when that command runs (or --help lists
@@ -63,7 +64,18 @@ class Main(click.Group):
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             error("interrupted")
-            ctx.exit(130)
+            ctx.exit(ExitCode.INTERRUPTED)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # click's own: usage errors (exit 2) and deliberate exits
+        except Exception as exc:
+            # A bug, or an OS failure nobody foresaw: never exit 1, which CI reads as a
+            # failing eval. One line to say what happened, then the traceback to report.
+            error(
+                f"internal error: {type(exc).__name__}: {exc}; this is a bug in the firewall, "
+                "not a failing eval; please report it with the traceback below"
+            )
+            traceback.print_exc(file=sys.stderr)
+            ctx.exit(ExitCode.INTERNAL)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -83,8 +95,9 @@ def main() -> None:
       firewall run triage --k 15    one eval, more trials
       firewall replay triage --seed 1234   one trial, raw result
 
-    Exit codes: 0 nothing blocking failed, 1 a blocking eval failed,
-    2 usage or configuration error, 3 a blocking eval errored, 130 interrupted.
+    Exit codes: 0 nothing blocking failed (quarantines are not failures),
+    1 a blocking eval failed, 2 usage or configuration error, 3 a blocking
+    eval errored, 4 an internal error of the firewall itself, 130 interrupted.
     """
 
 

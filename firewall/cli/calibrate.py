@@ -7,10 +7,11 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, load_project
+from firewall.cli.common import config_option
 from firewall.errors import FirewallError
-from firewall.report.calibrate import MIN_POINTS, calibrate
-from firewall.store import history
+from firewall.pipeline import context
+from firewall.pipeline.views import calibration
+from firewall.report.calibrate import MIN_POINTS, render_calibration
 
 
 @click.command(name="calibrate")
@@ -24,20 +25,17 @@ def calibrate_command(config_path: Path | None, as_json: bool) -> None:
     visible. Needs at least 10 probes per suggestion. Prints a snippet to
     copy; the config is never rewritten.
     """
-    project = load_project(config_path)
-    settings = project.config.settings
-    current = {spec.id: spec.flakiness for spec in project.specs}
-    result = calibrate(history.scan(project.cwd / settings.history), current, settings.flakiness)
+    ctx = context.load(config_path)
+    result = calibration(ctx)
     if as_json:
         output.echo(result.model_dump_json(indent=2))
         return
+    history = ctx.settings.history
     if result.overall.points == 0:
         raise FirewallError(
-            f"{settings.history}: no probes recorded yet; calibrate after some "
+            f"{history}: no probes recorded yet; calibrate after some "
             "runs (two weeks of history is a good start)"
         )
     output.echo(
-        output.calibration_text(
-            result, prefix=project.config.prefix, history=settings.history, min_points=MIN_POINTS
-        )
+        render_calibration(result, prefix=ctx.config.prefix, history=history, min_points=MIN_POINTS)
     )

@@ -1,17 +1,15 @@
-"""What the commands share: the common options and loading config + evals."""
+"""What the commands share: the common options, each parsed into its type at the edge."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from firewall.config import LoadedConfig, load_config
-from firewall.discovery import discover, select
-from firewall.spec import EvalSpec
+from firewall.discovery import Shard
+from firewall.runner.seeds import BaseSeed
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,41 +55,62 @@ def output_options(fn: F) -> F:
     )(fn)
 
 
-def seed_type(value: str) -> int | str:
-    if value == "random":
-        return value
-    try:
-        seed = int(value)
-    except ValueError:
-        raise click.BadParameter('expected a non-negative integer or "random"') from None
-    if seed < 0:
-        raise click.BadParameter('expected a non-negative integer or "random"')
-    return seed
-
-
 class SeedParam(click.ParamType):  # type: ignore[type-arg]  # generic only to type checkers
+    """``--seed N`` or ``--seed random``, parsed once into a ``BaseSeed``."""
+
     name = "SEED|random"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, int):
+        if isinstance(value, BaseSeed):
             return value
         try:
-            return seed_type(str(value))
-        except click.BadParameter as exc:
+            return BaseSeed.parse(value)
+        except ValueError as exc:
             self.fail(str(exc), param, ctx)
 
 
-@dataclasses.dataclass
-class Project:
-    config: LoadedConfig
-    specs: list[EvalSpec]
-    cwd: Path
+class ShardParam(click.ParamType):  # type: ignore[type-arg]
+    """``--shard I/N``, parsed once into a ``Shard``."""
+
+    name = "I/N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, Shard):
+            return value
+        try:
+            return Shard.parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
-def load_project(
-    config_path: Path | None, ids: Sequence[str] = (), tags: Sequence[str] = ()
-) -> Project:
-    cwd = Path.cwd()
-    config = load_config(config_path, cwd)
-    specs = select(discover(config, cwd), ids, tags)
-    return Project(config=config, specs=specs, cwd=cwd)
+def seed_option(help: str) -> Callable[[F], F]:
+    return click.option("--seed", type=SeedParam(), help=help)
+
+
+def shard_option(fn: F) -> F:
+    return click.option(
+        "--shard",
+        type=ShardParam(),
+        help="Only shard I of N (1-based) of the evals, dealt round-robin by sorted id.",
+    )(fn)
+
+
+def dry_run_option(fn: F) -> F:
+    return click.option(
+        "--dry-run", is_flag=True, help="Decide and print; change no file and no issue."
+    )(fn)
+
+
+def k_option(help: str = "Trials per eval, overriding the config.") -> Callable[[F], F]:
+    return click.option("--k", type=click.IntRange(min=3), help=help)
+
+
+def format_option(fn: F) -> F:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help="table for people, json for scripts.",
+    )(fn)

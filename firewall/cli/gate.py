@@ -6,18 +6,18 @@ from pathlib import Path
 
 import click
 
-from firewall import output
-from firewall.cli.common import Project, config_option, output_options
-from firewall.config import load_config
-from firewall.pipeline import run as pipeline
-from firewall.pipeline.effects import after_decision
+from firewall.cli import render
+from firewall.cli.common import config_option, dry_run_option, output_options
+from firewall.pipeline import context
+from firewall.pipeline.run import RunOptions
+from firewall.pipeline.run import gate as gate_pipeline
 
 
 @click.command()
 @click.argument("parts", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @config_option
 @output_options
-@click.option("--dry-run", is_flag=True, help="Decide and print; change no file and no issue.")
+@dry_run_option
 @click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
 def gate(
     parts: tuple[Path, ...],
@@ -30,13 +30,11 @@ def gate(
 ) -> None:
     """Decide the evals probed in PARTS (from `firewall probe --out`), as `run` would.
 
-    Exit codes are those of `firewall run`.
+    Exit codes are those of `firewall run`; a part that was interrupted makes
+    the gate's result incomplete (exit 130).
     """
-    project = Project(config=load_config(config_path, Path.cwd()), specs=[], cwd=Path.cwd())
-    options = pipeline.RunOptions(dry_run=dry_run, report=report)
-    outcome = pipeline.gate(project.config, parts, options, cwd=project.cwd)
-    output.show_outcome(
-        outcome, fmt=fmt, verbose=verbose, registry=project.config.settings.registry
-    )
-    after_decision(project, outcome, dry_run=dry_run, no_issues=no_issues)
-    raise SystemExit(outcome.exit_code)
+    ctx = context.load(config_path, with_evals=False)
+    options = RunOptions(dry_run=dry_run, report=report, issues=not no_issues)
+    present = render.run_result(fmt, verbose=verbose, registry=ctx.settings.registry)
+    result = gate_pipeline(ctx, parts, options, present=present)
+    raise SystemExit(result.exit_code)

@@ -9,9 +9,9 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option
-from firewall.config import load_config
-from firewall.store import history
-from firewall.timeutil import now, to_text
+from firewall.pipeline import context
+from firewall.store.history import LocalHistory
+from firewall.timeutil import to_text
 
 
 @click.group(name="history")
@@ -30,10 +30,10 @@ def history_group() -> None:
 @config_option
 def compact(keep_days: int, config_path: Path | None) -> None:
     """Drop history rows older than --keep-days, atomically and under the lock."""
-    config = load_config(config_path, Path.cwd())
-    path = Path.cwd() / config.settings.history
-    kept, dropped = history.compact(path, keep_after=to_text(now() - dt.timedelta(days=keep_days)))
+    ctx = context.load(config_path, with_evals=False)
+    store = LocalHistory(ctx.cwd / ctx.settings.history)
+    cutoff = to_text(ctx.clock() - dt.timedelta(days=keep_days))
+    kept, dropped = store.compact(keep_after=cutoff)
     output.echo(
-        f"{config.settings.history}: kept {kept} rows, dropped {dropped} older than "
-        f"{keep_days} days"
+        f"{ctx.settings.history}: kept {kept} rows, dropped {dropped} older than {keep_days} days"
     )

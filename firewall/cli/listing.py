@@ -8,16 +8,16 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, load_project, selection_options
+from firewall.cli.common import config_option, format_option, selection_options
+from firewall.pipeline import context
 from firewall.spec import warnings_for
+from firewall.text import columns, number
 
 
 @click.command(name="list")
 @selection_options
 @config_option
-@click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
+@format_option
 def list_evals(
     ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, fmt: str
 ) -> None:
@@ -26,7 +26,7 @@ def list_evals(
     Warns about gates that cannot be met at all, such as a `min_pass_rate`
     whose Wilson lower bound stays below it even when every trial passes.
     """
-    project = load_project(config_path, ids, tags)
+    project = context.load(config_path, ids, tags)
     notes = {spec.id: warnings_for(spec) for spec in project.specs}
     if fmt == "json":
         document = [
@@ -43,21 +43,17 @@ def list_evals(
             spec.id,
             spec.kind if spec.result == "json" else "exit-code",
             str(spec.k),
-            output.number(spec.threshold),
-            output.number(spec.flakiness),
+            number(spec.threshold),
+            number(spec.flakiness),
             f"{spec.timeout:g}s",
             ("blocking" if spec.blocking else "non-blocking")
-            + (f", pass rate >= {output.number(spec.min_pass_rate)}" if spec.min_pass_rate else ""),
+            + (f", pass rate >= {number(spec.min_pass_rate)}" if spec.min_pass_rate else ""),
             ",".join(spec.tags) or "-",
             str(spec.source),
         )
         for spec in project.specs
     ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        output.echo(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
+    output.echo("\n".join(columns([header, *rows])))
     for spec in project.specs:
         for note in notes[spec.id]:
             output.warn(f"{spec.id} ({spec.source}): {note}")

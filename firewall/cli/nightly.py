@@ -7,10 +7,17 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, load_project, output_options
-from firewall.pipeline.effects import announce, sync_after_nightly
+from firewall.cli import render
+from firewall.cli.common import (
+    config_option,
+    dry_run_option,
+    k_option,
+    output_options,
+    seed_option,
+)
+from firewall.pipeline import context
 from firewall.pipeline.nightly import NightlyOptions, nightly
-from firewall.store.registry import Registry
+from firewall.runner.seeds import RANDOM, BaseSeed
 
 
 @click.command(name="nightly")
@@ -21,19 +28,15 @@ from firewall.store.registry import Registry
     is_flag=True,
     help="Probe every eval, and quarantine those that turned unstable.",
 )
-@click.option("--k", type=click.IntRange(min=3), help="Trials per eval (default: [nightly] k).")
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    help="Base seed (default: a fresh one, recorded in the report).",
-)
+@k_option("Trials per eval (default: [nightly] k).")
+@seed_option('Base seed, or "random" (the default: a fresh one, recorded in the report).')
 @output_options
-@click.option("--dry-run", is_flag=True, help="Probe and print; change no file and no issue.")
+@dry_run_option
 def nightly_command(
     config_path: Path | None,
     probe_all: bool,
     k: int | None,
-    seed: int | None,
+    seed: BaseSeed | None,
     report: Path | None,
     no_issues: bool,
     dry_run: bool,
@@ -46,34 +49,16 @@ def nightly_command(
     eval leaves the registry and is gated again. Always exits 0 unless it
     could not run at all: the nightly run never blocks anything.
     """
-    project = load_project(config_path)
-    settings = project.config.settings
-    options = NightlyOptions(k=k, seed=seed, probe_all=probe_all, dry_run=dry_run, report=report)
-    entries = Registry(project.cwd / settings.registry).read()
-    count = len(project.specs) if probe_all else sum(s.id in entries for s in project.specs)
-    with output.progress(count * (k or settings.nightly.k)) as step:
-        outcome = nightly(project.config, project.specs, options, cwd=project.cwd, progress=step)
-    artefact = outcome.artefact
-    if fmt == "json":
-        output.echo(artefact.to_json().rstrip("\n"))
-    else:
-        if artefact.evals:
-            output.echo_untrusted(output.table(artefact.evals))
-            output.echo()
-        elif not outcome.events:
-            output.echo(f"nothing to re-probe: {settings.registry} is empty")
-        for event in outcome.events:
-            if event.kind in ("released", "quarantined", "missing"):
-                output.echo_untrusted(f"{event.eval_id}: {event.message}")
-        output.echo(
-            f"base seed {artefact.run.base_seed}"
-            + ("" if artefact.run.complete else " -- INTERRUPTED, nothing was counted")
-        )
-        output.echo(
-            f"report: {outcome.report_path}"
-            if outcome.report_path
-            else "dry run: no file was changed"
-        )
-    sync_after_nightly(project, outcome, entries, dry_run=dry_run, no_issues=no_issues)
-    announce(project, artefact, outcome.report_path)
-    raise SystemExit(0 if artefact.run.complete else 130)
+    ctx = context.load(config_path)
+    options = NightlyOptions(
+        k=k,
+        seed=seed or RANDOM,
+        probe_all=probe_all,
+        dry_run=dry_run,
+        report=report,
+        issues=not no_issues,
+    )
+    present = render.nightly_result(fmt, registry=ctx.settings.registry)
+    with output.progress() as progress:
+        result = nightly(ctx, options, progress=progress, present=present)
+    raise SystemExit(result.exit_code)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, load_project
-from firewall.runner import Task, execute, to_record
-from firewall.runner.python import PythonWorker
+from firewall.cli.common import config_option
+from firewall.errors import ExitCode
+from firewall.pipeline import context
+from firewall.runner import Task
+from firewall.runner import replay as run_one
 
 
 @click.command()
@@ -36,18 +37,9 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None) -> Non
     Prints the raw trial result, then the trial as the firewall records it.
     Exits 0 when the trial produced a valid result, 3 when it errored.
     """
-    project = load_project(config_path, [eval_id])
+    project = context.load(config_path, [eval_id])
     spec = project.specs[0]
-    task = Task(spec, trial, seed, spec.k)
-    worker = PythonWorker(project.cwd)
-    try:
-        with tempfile.TemporaryDirectory(prefix="firewall-") as scratch:
-            outcome = execute(
-                task, cwd=project.cwd, worker=worker, result_path=Path(scratch) / "result.json"
-            )
-    finally:
-        worker.close()
-    record = to_record(task, outcome, 0.0, 1)
+    outcome, record = run_one(Task(spec, trial, seed, spec.k), cwd=project.cwd)
     if outcome.error is None:
         output.echo_untrusted(json.dumps(outcome.payload, indent=2, sort_keys=True))
     output.echo_untrusted(
@@ -58,4 +50,4 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None) -> Non
             else f"score {record.score} passed {record.passed}"
         )
     )
-    raise SystemExit(3 if record.errored else 0)
+    raise SystemExit(ExitCode.ERROR if record.errored else ExitCode.OK)

@@ -8,13 +8,14 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.artefact import Artefact, load
+from firewall.artefact import Artefact
 from firewall.errors import UsageError
 from firewall.store.atomic import write_atomic
+from firewall.store.reports import load_report
 
 
 def _markdown(artefact: Artefact, source: Path) -> str:
-    from firewall.github.summary import render_summary
+    from firewall.report.markdown import render_summary
 
     # Offline there is no history for trends and no issue links; the truncation
     # note, if GitHub's 1 MiB limit ever bites, points back at the JSON.
@@ -67,9 +68,9 @@ def report(artefact: Path, markdown: bool, junit: bool, html: bool, out: Path | 
     if len(chosen) > 1:
         raise UsageError(f"choose one of --markdown, --junit, --html (got {', '.join(chosen)})")
     fmt = chosen[0] if chosen else "markdown"
-    text = RENDERERS[fmt](load(artefact), artefact)
+    text = RENDERERS[fmt](load_report(artefact), artefact)
     if out is not None:
-        write_atomic(out, text)
+        write_atomic(out, text)  # the one file a read-only command writes: the rendering
         output.note(f"{fmt} report: {out}")
         return
     # Plain echo, not echo_untrusted: stop-commands markers would corrupt a

@@ -7,40 +7,46 @@ from pathlib import Path
 import click
 
 from firewall import output
+from firewall.cli import render
 from firewall.cli.common import (
-    SeedParam,
     config_option,
-    load_project,
+    dry_run_option,
+    k_option,
     output_options,
+    seed_option,
     selection_options,
+    shard_option,
 )
-from firewall.pipeline import run as pipeline
-from firewall.pipeline.effects import after_decision
+from firewall.discovery import Shard
+from firewall.pipeline import context
+from firewall.pipeline.run import RunOptions
+from firewall.pipeline.run import run as run_pipeline
+from firewall.runner.seeds import BaseSeed
 
 
 @click.command()
 @selection_options
 @config_option
-@click.option("--k", type=click.IntRange(min=3), help="Trials per eval, overriding the config.")
-@click.option("--seed", type=SeedParam(), help='Base seed for this run, or "random".')
+@k_option()
+@seed_option('Base seed for this run, or "random" (default: the config\'s `seed`).')
 @output_options
 @click.option(
     "--include-quarantined",
     is_flag=True,
     help="Probe quarantined evals too (their results never block).",
 )
-@click.option("--shard", metavar="I/N", help="Run only shard I of N (1-based) of the evals.")
-@click.option("--dry-run", is_flag=True, help="Decide and print; change no file and no issue.")
+@shard_option
+@dry_run_option
 @click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
 def run(
     ids: tuple[str, ...],
     tags: tuple[str, ...],
     config_path: Path | None,
     k: int | None,
-    seed: int | str | None,
+    seed: BaseSeed | None,
     report: Path | None,
     include_quarantined: bool,
-    shard: str | None,
+    shard: Shard | None,
     no_issues: bool,
     dry_run: bool,
     fmt: str,
@@ -53,22 +59,17 @@ def run(
     fail when their median is below `threshold`. Evals already in the
     quarantine registry are skipped unless --include-quarantined.
     """
-    project = load_project(config_path, ids, tags)
-    options = pipeline.RunOptions(
+    ctx = context.load(config_path, ids, tags)
+    options = RunOptions(
         k=k,
         seed=seed,
         include_quarantined=include_quarantined,
         shard=shard,
         dry_run=dry_run,
         report=report,
+        issues=not no_issues,
     )
-    total = sum((k or spec.k) for spec in project.specs)
-    with output.progress(total) as step:
-        outcome = pipeline.run(
-            project.config, project.specs, options, cwd=project.cwd, progress=step
-        )
-    output.show_outcome(
-        outcome, fmt=fmt, verbose=verbose, registry=project.config.settings.registry
-    )
-    after_decision(project, outcome, dry_run=dry_run, no_issues=no_issues)
-    raise SystemExit(outcome.exit_code)
+    present = render.run_result(fmt, verbose=verbose, registry=ctx.settings.registry)
+    with output.progress() as progress:
+        result = run_pipeline(ctx, options, progress=progress, present=present)
+    raise SystemExit(result.exit_code)

@@ -1,10 +1,5 @@
-"""GitHub Actions integration: annotations, job summary, outputs and issues."""
+"""GitHub: annotations, step outputs, the summary file, issues. The only place that talks to it."""
 
-# No `from __future__ import annotations` here: it would bind the name `annotations`
-# on this package and shadow the `firewall.github.annotations` module.
-from collections.abc import Mapping
+from firewall.output import in_actions
 
-
-def in_actions(env: Mapping[str, str]) -> bool:
-    """True inside a GitHub Actions job."""
-    return env.get("GITHUB_ACTIONS") == "true"
+__all__ = ["in_actions"]

@@ -9,14 +9,12 @@ no line break survives the escaping.
 
 from __future__ import annotations
 
-import math
 import os
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from firewall.artefact import Artefact, EvalReport
+from firewall.artefact import Artefact, EvalReport, severity
 from firewall.policy import Status
 from firewall.spec import Source
 
@@ -69,44 +67,6 @@ def annotation(
     ]
     head = f"{kind} {','.join(properties)}" if properties else kind
     return f"::{head}::{escape_data(message)}"
-
-
-def stop_commands(text: str) -> str:
-    """``text`` between ``::stop-commands::TOKEN`` and ``::TOKEN::``, for echoing eval output.
-
-    While commands are stopped the runner takes no line as a command, so the
-    output can be shown verbatim; the token is random and absent from the text,
-    so the text cannot resume processing itself.
-    """
-    token = secrets.token_hex(16)
-    while token in text:  # 128 random bits: never in practice, but then certainly not
-        token = secrets.token_hex(16)
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"::stop-commands::{token}\n{body}::{token}::"
-
-
-def severity(report: EvalReport) -> tuple[int, float, str]:
-    """A sort key, worst first: blocking fail, blocking error, non-blocking fail and
-    error, quarantine, quarantined, pass; within a group, the furthest below its bar."""
-    failed = report.status in (Status.FAIL, Status.ERROR)
-    if failed and report.blocking:
-        group = 0 if report.status is Status.FAIL else 1
-    elif failed:
-        group = 2 if report.status is Status.FAIL else 3
-    else:
-        group = {Status.QUARANTINE: 4, Status.QUARANTINED: 5}.get(report.status, 6)
-    return group, -_badness(report), report.id
-
-
-def _badness(report: EvalReport) -> float:
-    stats = report.stats
-    if report.status is Status.ERROR:
-        return float(stats.errors)
-    if report.status in (Status.QUARANTINE, Status.QUARANTINED):
-        return stats.iqr if stats.iqr is not None else math.inf
-    if stats.median is None:  # nothing scored: as far below the bar as it gets
-        return math.inf
-    return report.threshold - stats.median
 
 
 def annotations_for(

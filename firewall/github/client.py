@@ -24,10 +24,10 @@ from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
+from firewall.errors import IssueError
 from firewall.github.issues import (
     DEFAULT_LABEL,
     IssueContext,
-    IssueError,
     issue_title,
     marked_eval,
     quarantine_view,

@@ -29,9 +29,7 @@ from firewall.diagnostics import (
     describe_hint,
     format_check,
 )
-from firewall.errors import FirewallError
-from firewall.lifecycle import Event
-from firewall.store.registry import Entry
+from firewall.lifecycle import Entry, Event
 from firewall.text import fmt
 from firewall.timeutil import to_text
 
@@ -46,10 +44,6 @@ _STATUS_BLOCK = re.compile(r"<!-- firewall:status -->.*?<!-- /firewall:status --
 _STATE = re.compile(r"<!-- firewall:state=([a-z]+) -->")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9_])")
 _ZWJ = "\u200d"
-
-
-class IssueError(FirewallError):
-    """GitHub could not be reached or refused; the gate's decision stands, the next run retries."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,20 +13,12 @@ from pathlib import Path
 
 from firewall.artefact import Artefact
 
-_RESULTS = {0: "pass", 1: "fail", 3: "error", 130: "error"}
-
-
-def result_for(exit_code: int) -> str:
-    """The run's overall result as the ``status`` output gives it: pass, fail or error."""
-    # Anything unforeseen (2 never reaches a report) is an error rather than a pass.
-    return _RESULTS.get(exit_code, "error")
-
 
 def outputs_for(artefact: Artefact, report_path: Path | str) -> dict[str, str]:
     """The outputs of a decided run, every value a string as GitHub stores them."""
     summary = artefact.summary
     return {
-        "status": result_for(summary.exit_code),
+        "status": summary.result,
         "exit-code": str(summary.exit_code),
         "pass": str(summary.pass_),
         "fail": str(summary.fail),

@@ -7,6 +7,7 @@ exit code: a summary or output file that cannot be written becomes a warning.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -14,12 +15,10 @@ from firewall.artefact import Artefact
 from firewall.github import in_actions
 from firewall.github.annotations import annotations_for
 from firewall.github.outputs import outputs_for, write_outputs
-from firewall.github.summary import append_summary, render_summary
-from firewall.lifecycle import overdue
+from firewall.github.summary import append_summary
+from firewall.lifecycle import Entry, overdue
 from firewall.report import status as triage
-from firewall.store import history
-from firewall.store.registry import Entry
-from firewall.timeutil import now
+from firewall.report.markdown import render_summary
 
 
 @dataclasses.dataclass
@@ -33,14 +32,14 @@ def publish(
     *,
     report_path: Path | None,
     entries: Mapping[str, Entry],
-    history_path: Path,
+    trends: Mapping[str, str],
     env: Mapping[str, str],
+    at: dt.datetime,
     issue_links: Mapping[str, str] | None = None,
 ) -> Publication:
     """Annotations to print, and the summary and outputs written (unless a dry run)."""
     if not in_actions(env):
         return Publication()
-    at = now()
     late = overdue(dict(entries), at)
     workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None
     result = Publication(annotations_for(artefact, overdue=late, workspace=workspace))
@@ -52,8 +51,6 @@ def publish(
         if url and eval_id not in links:
             links[eval_id] = url
     if env.get("GITHUB_STEP_SUMMARY"):
-        ids = [report.id for report in artefact.evals]
-        trends = triage.trends(history.scan(history_path), ids, at=at)
         markdown = render_summary(
             artefact, trends=trends, issue_links=links, overdue=late, report=str(report_path)
         )

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 from firewall.artefact import EvalReport
 from firewall.config import Settings
+from firewall.errors import IssueError
 from firewall.github.issues import (
     IssueContext,
-    IssueError,
     IssueTracker,
     RecordingIssues,
     catch_up,
 )
-from firewall.lifecycle import Event
-from firewall.store.registry import Entry, Registry
+from firewall.lifecycle import Entry, Event
 
 
 @dataclasses.dataclass
@@ -163,16 +161,6 @@ def after_add(tracker: IssueTracker, eval_id: str, entry: Entry, settings: Setti
         if number is not None:
             sync.numbers[eval_id] = number
     return sync
-
-
-def record(registry_path: Path, numbers: Mapping[str, int]) -> None:
-    """Write learnt issue numbers for the entries that still exist, after the GitHub calls."""
-    if not numbers:
-        return
-    with Registry(registry_path).edit() as current:
-        for eval_id, number in numbers.items():
-            if eval_id in current:
-                current[eval_id] = current[eval_id].model_copy(update={"issue": number})
 
 
 class _guard:

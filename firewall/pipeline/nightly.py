@@ -1,60 +1,65 @@
-"""`firewall nightly`: re-probe the quarantined evals, count stable streaks, release.
+"""`firewall nightly`: the run's stages with the lifecycle as its record step.
 
-Nightly never blocks: whatever it finds, the artefact's exit code is 0. Its
-probes use `[nightly] k` trials and a fresh base seed unless told otherwise.
+    plan -> probe -> judge -> lifecycle (streaks, releases) -> record -> present -> publish
+
+Nightly never blocks: whatever it finds, its exit code is 0 (130 when
+interrupted, and then nothing is counted). Its probes use `[nightly] k` trials
+and a fresh base seed unless told otherwise.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import datetime as dt
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from firewall.artefact import Artefact, EvalReport, RunInfo
-from firewall.config import LoadedConfig
-from firewall.lifecycle import Event, advance, quarantine_entry
-from firewall.pipeline.gitinfo import git_info
-from firewall.pipeline.run import EXIT_OK, judge, plan, probe, summarise
+from firewall.errors import ExitCode
+from firewall.lifecycle import Entry, Event, advance, quarantine_entry
+from firewall.pipeline import effects
+from firewall.pipeline.context import Context
+from firewall.pipeline.stages import Progress, judge, plan, probe, summarise
 from firewall.policy import Status
-from firewall.runner import Task
-from firewall.runner.seeds import fresh_base_seed
-from firewall.runner.trial import TrialRecord
-from firewall.spec import EvalSpec
-from firewall.store import history
-from firewall.store.registry import Entry, Registry
-from firewall.timeutil import now
+from firewall.runner.seeds import RANDOM, BaseSeed
+from firewall.store.history import rows_for
+from firewall.store.reports import write_report
 
 
 @dataclasses.dataclass(frozen=True)
 class NightlyOptions:
-    k: int | None = None
-    seed: int | None = None
+    k: int | None = None  # None: `[nightly] k`
+    seed: BaseSeed = RANDOM
     probe_all: bool = False
     dry_run: bool = False
     report: Path | None = None
+    issues: bool = True
 
 
-@dataclasses.dataclass
-class NightlyOutcome:
+@dataclasses.dataclass(frozen=True)
+class NightlyResult:
     artefact: Artefact
     events: list[Event]
-    report_path: Path | None
+    report_path: Path
+    dry_run: bool
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.artefact.run.complete else ExitCode.INTERRUPTED
 
 
 def nightly(
-    config: LoadedConfig,
-    specs: Sequence[EvalSpec],
+    ctx: Context,
     options: NightlyOptions,
     *,
-    cwd: Path,
-    progress: Callable[[Task, TrialRecord], None] | None = None,
-) -> NightlyOutcome:
-    settings = config.settings
-    started = now()
-    seed = fresh_base_seed() if options.seed is None else options.seed
-    registry = Registry(cwd / settings.registry)
-    entries = registry.read()
-    known = {spec.id: spec for spec in specs}
+    progress: Progress | None = None,
+    present: Callable[[NightlyResult], None] | None = None,
+) -> NightlyResult:
+    settings = ctx.settings
+    started = ctx.clock()
+    seed = options.seed.draw()
+    before = ctx.entries()
+    known = {spec.id for spec in ctx.specs}
     events = [
         Event(
             eval_id,
@@ -62,64 +67,72 @@ def nightly(
             f"is quarantined but no longer defined; release it with "
             f"`firewall quarantine release {eval_id}`",
         )
-        for eval_id in sorted(entries)
+        for eval_id in sorted(before)
         if eval_id not in known
     ]
-    targets = [spec for spec in specs if options.probe_all or spec.id in entries]
+    targets = [spec for spec in ctx.specs if options.probe_all or spec.id in before]
     tasks = plan(targets, seed, options.k or settings.nightly.k)
-    grouped, complete = probe(tasks, concurrency=settings.concurrency, cwd=cwd, progress=progress)
+    grouped, complete = probe(
+        tasks, concurrency=settings.concurrency, cwd=ctx.cwd, progress=progress
+    )
     effective = {task.spec.id: task.spec for task in tasks}
     reports = {
         spec.id: judge(effective[spec.id], grouped.get(spec.id, []), blocking=False)
         for spec in targets
     }
-
-    def apply(current: dict[str, Entry]) -> list[Event]:
-        happened = []
-        for eval_id, report in reports.items():
-            entry = current.get(eval_id)
-            if entry is not None:
-                kept, event = advance(
-                    entry, report, release_after=settings.nightly.release_after, at=started
-                )
-                if kept is None:
-                    del current[eval_id]
-                else:
-                    current[eval_id] = kept
-                happened.append(event)
-            elif report.status is Status.QUARANTINE:
-                current[eval_id] = quarantine_entry(
-                    report, settings, at=started, git_sha=git_info(cwd)["git_sha"]
-                )
-                happened.append(Event(eval_id, "quarantined", f"newly unstable: {report.reason}"))
-        return happened
-
     if complete and not options.dry_run:
-        with registry.edit() as current:
-            events += apply(current)
+        with ctx.edit_registry() as current:
+            events += _lifecycle(ctx, current, reports, at=started)
     elif complete:
-        events += apply(dict(entries))
+        events += _lifecycle(ctx, dict(before), reports, at=started)
     final = [_with_nightly_status(reports[spec.id], events) for spec in targets]
-    summary = summarise(final, complete).model_copy(update={"exit_code": EXIT_OK})
+    summary = summarise(final, complete).model_copy(update={"exit_code": ExitCode.OK})
     artefact = Artefact(
         run=RunInfo(
             mode="nightly",
             base_seed=seed,
             started_at=started,
-            finished_at=now(),
+            finished_at=ctx.clock(),
             complete=complete,
-            **git_info(cwd),
+            git_sha=ctx.git.sha,
+            git_ref=ctx.git.ref,
         ),
         summary=summary,
         evals=final,
     )
-    report_path = None
+    report_path = options.report or ctx.cwd / settings.report
     if not options.dry_run:
-        report_path = options.report or cwd / settings.report
-        artefact.write(report_path)
+        write_report(report_path, artefact)
         if complete:
-            history.append(cwd / settings.history, history.rows_for(artefact))
-    return NightlyOutcome(artefact, events, report_path)
+            ctx.history.append(rows_for(artefact))
+    result = NightlyResult(artefact, events, report_path, dry_run=options.dry_run)
+    if present is not None:
+        present(result)
+    effects.publish_nightly(ctx, result, before, issues=options.issues)
+    return result
+
+
+def _lifecycle(
+    ctx: Context, current: dict[str, Entry], reports: Mapping[str, EvalReport], *, at: dt.datetime
+) -> list[Event]:
+    """Count each probe toward its entry's release; adopt what `--all` found unstable."""
+    settings = ctx.settings
+    happened = []
+    for eval_id, report in reports.items():
+        entry = current.get(eval_id)
+        if entry is not None:
+            kept, event = advance(
+                entry, report, release_after=settings.nightly.release_after, at=at
+            )
+            if kept is None:
+                del current[eval_id]
+            else:
+                current[eval_id] = kept
+            happened.append(event)
+        elif report.status is Status.QUARANTINE:
+            current[eval_id] = quarantine_entry(report, settings, at=at, git_sha=ctx.git.sha)
+            happened.append(Event(eval_id, "quarantined", f"newly unstable: {report.reason}"))
+    return happened
 
 
 def _with_nightly_status(report: EvalReport, events: list[Event]) -> EvalReport:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from pydantic import BaseModel
 
 from firewall.stats import EPSILON, percentile
+from firewall.store.history import HistoryRow
+from firewall.text import percent
 
 MIN_POINTS = 10
 PERCENTILE = 80
@@ -28,15 +29,12 @@ class Calibration(BaseModel):
     min_points: int = MIN_POINTS
 
 
-def calibrate(
-    rows: Iterable[dict[str, Any]], current: dict[str, float], default: float
-) -> Calibration:
+def calibrate(rows: Iterable[HistoryRow], current: dict[str, float], default: float) -> Calibration:
     """P80 of the observed IQRs per eval and overall, with what each would have quarantined."""
     observed: dict[str, list[float]] = {}
     for row in rows:
-        iqr = row.get("iqr")
-        if isinstance(iqr, (int, float)) and not isinstance(iqr, bool):
-            observed.setdefault(row["eval_id"], []).append(float(iqr))
+        if row.iqr is not None:
+            observed.setdefault(row.eval_id, []).append(row.iqr)
     everything = [value for values in observed.values() for value in values]
     return Calibration(
         overall=_suggest(None, everything, default),
@@ -60,3 +58,36 @@ def _suggest(eval_id: str | None, values: list[float], current: float) -> Sugges
         current=current,
         current_share=share(current),
     )
+
+
+def render_calibration(result: Calibration, *, prefix: str, history: str, min_points: int) -> str:
+    """Suggestions as a TOML snippet with the cost of each choice in comments."""
+    overall = result.overall
+    lines = [f"# P80 of the IQRs of {overall.points} probes in {history}"]
+    if prefix:
+        lines.append(f"[{prefix.rstrip('.')}]")
+    if overall.flakiness is None:
+        lines.append(
+            f"# not enough history for an overall suggestion: {overall.points} probes, "
+            f"need {min_points}"
+        )
+    else:
+        lines.append(
+            f"flakiness = {overall.flakiness:g}  # would have quarantined "
+            f"{percent(overall.quarantined_share)} of past probes "
+            f"(now {overall.current:g}: {percent(overall.current_share)})"
+        )
+    lines.append("")
+    lines.append("# per eval: set `flakiness` in its evals entry or @firewall.eval(flakiness=...)")
+    width = max((len(s.eval_id or "") for s in result.evals), default=0)
+    for s in result.evals:
+        name = (s.eval_id or "").ljust(width)
+        if s.flakiness is None:
+            lines.append(f"# {name}  not enough history: {s.points} probes, need {min_points}")
+        else:
+            lines.append(
+                f"# {name}  flakiness = {s.flakiness:g}  # {s.points} probes; would "
+                f"have quarantined {percent(s.quarantined_share)} "
+                f"(now {s.current:g}: {percent(s.current_share)})"
+            )
+    return "\n".join(lines)

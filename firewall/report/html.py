@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from firewall.artefact import Artefact, EvalReport
+from firewall.artefact import Artefact, EvalReport, severity
 from firewall.diagnostics import (
     FieldDrift,
     describe_drift,
@@ -26,11 +26,9 @@ from firewall.diagnostics import (
     describe_hint,
     format_check,
 )
-from firewall.github.annotations import severity
-from firewall.github.outputs import result_for
 from firewall.policy import Status
 from firewall.runner.trial import TrialRecord
-from firewall.text import fmt, printable
+from firewall.text import fmt, number, printable
 from firewall.timeutil import to_text
 
 
@@ -115,7 +113,7 @@ def _context(artefact: Artefact) -> dict[str, Any]:
         ("quarantine", "newly quarantined", summary.quarantine),
         ("quarantined", "in quarantine", summary.quarantined),
     ]
-    result = result_for(summary.exit_code)
+    result = summary.result
     headline = result.upper() + ("" if run.complete else " (interrupted)")
     return {
         "result": result,
@@ -141,8 +139,8 @@ def _view(report: EvalReport, position: int) -> EvalView:
         status=label,
         css=css,
         source=str(report.source),
-        median="-" if hide else _number(stats.median),
-        iqr="-" if hide else _number(stats.iqr),
+        median="-" if hide else number(stats.median),
+        iqr="-" if hide else number(stats.iqr),
         k=str(len(report.trials) or report.k),
         pass_rate="-" if hide or stats.pass_rate is None else f"{stats.pass_rate * 100:.0f}%",
         reason=report.reason,
@@ -178,13 +176,9 @@ def _trial(trial: TrialRecord) -> TrialRow:
     return TrialRow(
         index=trial.index,
         seed=trial.seed,
-        score=_number(trial.score),
+        score=number(trial.score),
         passed=passed,
         duration=f"{trial.duration_s:.2f} s",
         in_flight=trial.in_flight,
         error=trial.error or "",
     )
-
-
-def _number(value: float | None) -> str:
-    return "-" if value is None else fmt(value)

@@ -39,6 +39,7 @@ from firewall.artefact import Artefact, EvalReport
 from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.policy import Status
 from firewall.text import fmt, printable
+from firewall.text import one_line as text_one_line
 from firewall.timeutil import to_text
 
 SUITE_NAME = "flakiness-firewall"
@@ -52,7 +53,7 @@ def legal(text: str) -> str:
 
 def one_line(text: str) -> str:
     """Eval text for a line of a body: legal, its own line breaks turned into ' | '."""
-    return " | ".join(part.strip() for part in legal(text).splitlines() if part.strip())
+    return text_one_line(legal(text))
 
 
 def render_junit(artefact: Artefact) -> str:

@@ -6,12 +6,12 @@ import datetime as dt
 import os
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
 from pydantic import BaseModel
 
-from firewall.store.registry import Entry
-from firewall.text import sparkline
+from firewall.lifecycle import Entry
+from firewall.store.history import HistoryRow
+from firewall.text import columns, fmt, number, sparkline
 from firewall.timeutil import Timestamp, to_text
 
 
@@ -54,9 +54,9 @@ class StatusView(BaseModel):
 
 def build(
     entries: dict[str, Entry],
-    rows: Iterable[dict[str, Any]],
+    rows: Iterable[HistoryRow],
     *,
-    last_rows: list[dict[str, Any]] | None = None,
+    last_rows: list[HistoryRow] | None = None,
     at: dt.datetime,
     registry: str,
     release_after: int,
@@ -73,26 +73,19 @@ def build(
     drifting: dict[str, dict[str, float]] = {}
     find_last = last_rows is None
     last_id: str | None = None
-    latest: list[dict[str, Any]] = [] if last_rows is None else last_rows
+    latest: list[HistoryRow] = [] if last_rows is None else last_rows
     for row in rows:
         if find_last:
-            run_id = row.get("run_id")
-            if run_id != last_id:
-                last_id, latest = run_id, []
+            if row.run_id != last_id:
+                last_id, latest = row.run_id, []
             latest.append(row)
-        trend = trends.get(row["eval_id"])
+        trend = trends.get(row.eval_id)
         if trend is None:
             continue
-        if str(row.get("build_ts", "")) >= window_start:
-            median = row.get("median")
-            trend.append(float(median) if isinstance(median, (int, float)) else None)
-        drift = row.get("drift")
-        if isinstance(drift, dict) and row.get("median") is not None:
-            drifting[row["eval_id"]] = {
-                name: float(rate)
-                for name, rate in drift.items()
-                if isinstance(rate, (int, float)) and rate > 0
-            }
+        if row.build_ts >= window_start:
+            trend.append(row.median)
+        if row.median is not None:
+            drifting[row.eval_id] = {name: rate for name, rate in row.drift.items() if rate > 0}
     views = [
         _view(
             eval_id,
@@ -109,10 +102,10 @@ def build(
     if latest:
         first = latest[0]
         last_run = LastRun(
-            run_id=str(first.get("run_id")),
-            mode=str(first.get("mode")),
-            build_ts=str(first.get("build_ts")),
-            counts=dict(Counter(str(row.get("status")) for row in latest)),
+            run_id=first.run_id,
+            mode=first.mode,
+            build_ts=first.build_ts,
+            counts=dict(Counter(row.status for row in latest)),
         )
     return StatusView(
         generated_at=at,
@@ -165,14 +158,61 @@ def issue_url(number: int | None) -> str | None:
 
 
 def trends(
-    rows: Iterable[dict[str, Any]], ids: Iterable[str], *, at: dt.datetime, days: int = 14
+    rows: Iterable[HistoryRow], ids: Iterable[str], *, at: dt.datetime, days: int = 14
 ) -> dict[str, str]:
     """A sparkline of each eval's median over the last ``days``, for the job summary."""
     window_start = to_text(at - dt.timedelta(days=days))
     series: dict[str, list[float | None]] = {eval_id: [] for eval_id in ids}
     for row in rows:
-        trend = series.get(row["eval_id"])
-        if trend is not None and str(row.get("build_ts", "")) >= window_start:
-            median = row.get("median")
-            trend.append(float(median) if isinstance(median, (int, float)) else None)
+        trend = series.get(row.eval_id)
+        if trend is not None and row.build_ts >= window_start:
+            trend.append(row.median)
     return {eval_id: sparkline(values) for eval_id, values in series.items() if values}
+
+
+def render_status(view: StatusView) -> str:
+    """The triage view for people."""
+    lines = []
+    if not view.quarantined:
+        lines.append(f"no eval is quarantined ({view.registry})")
+    else:
+        lines.append(
+            f"{len(view.quarantined)} quarantined in {view.registry} "
+            f"(trend: last {view.trend_days} days)"
+        )
+        header = ("EVAL", "AGE", "MEDIAN", "IQR", "STREAK", "TREND", "ISSUE", "OWNER", "REVIEW")
+        rows = [
+            (
+                q.id,
+                f"{q.age_days}d",
+                number(q.median),
+                number(q.iqr),
+                f"{q.streak}/{q.release_after}",
+                q.sparkline or "-",
+                q.issue_url or (f"#{q.issue}" if q.issue else "-"),
+                f"@{q.owner}" if q.owner else "-",
+                "OVERDUE" if q.overdue else (f"by {q.review_by:%Y-%m-%d}" if q.review_by else "-"),
+            )
+            for q in view.quarantined
+        ]
+        lines.extend(columns([header, *rows]))
+        lines.append("")
+        for q in view.quarantined:
+            gone = "" if q.defined else " [no longer defined: release it]"
+            lines.append(f"  {q.id} ({q.source}, since {q.since:%Y-%m-%d}){gone}: {q.reason}")
+            if q.drifting:
+                fields = ", ".join(
+                    f"{name} {fmt(rate)}"
+                    for name, rate in sorted(q.drifting.items(), key=lambda item: -item[1])[:5]
+                )
+                lines.append(f"    drifting fields: {fields}")
+    if view.overdue:
+        lines.append("")
+        lines.append(f"review overdue: {', '.join(view.overdue)} (a flag, never a failure)")
+    lines.append("")
+    if view.last_run is None:
+        lines.append("last run: none recorded yet")
+    else:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(view.last_run.counts.items()))
+        lines.append(f"last run: {view.last_run.mode} at {view.last_run.build_ts}: {counts}")
+    return "\n".join(lines)

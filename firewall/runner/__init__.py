@@ -25,7 +25,7 @@ from firewall.runner.python import PythonWorker
 from firewall.runner.trial import TrialRecord, error_record, record_from_payload
 from firewall.spec import EvalSpec
 
-__all__ = ["Interrupted", "Runner", "Task", "execute"]
+__all__ = ["Interrupted", "Runner", "Task", "execute", "replay"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,3 +197,16 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
         duration_s=round(duration_s, 6),
         in_flight=in_flight,
     )
+
+
+def replay(task: Task, *, cwd: Path) -> tuple[Outcome, TrialRecord]:
+    """Run one trial on its own, as `firewall replay` does: what it reported, and its record."""
+    worker = PythonWorker(cwd)
+    try:
+        with tempfile.TemporaryDirectory(prefix="firewall-") as scratch:
+            outcome = execute(
+                task, cwd=cwd, worker=worker, result_path=Path(scratch) / "result.json"
+            )
+    finally:
+        worker.close()
+    return outcome, to_record(task, outcome, 0.0, 1)

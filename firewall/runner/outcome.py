@@ -6,6 +6,8 @@ import dataclasses
 import signal
 from typing import Any
 
+from firewall.text import one_line
+
 STDERR_TAIL_CHARS = 800
 
 
@@ -17,8 +19,7 @@ class Outcome:
 
 def tail(stderr: bytes) -> str:
     """'; stderr: ...' with the last lines of stderr, or '' when there was none."""
-    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
-    text = " | ".join(line for line in lines if line)  # a reason is one line
+    text = one_line(stderr.decode("utf-8", "replace"))  # a reason is one line
     if not text:
         return ""
     if len(text) > STDERR_TAIL_CHARS:

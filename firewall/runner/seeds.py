@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import secrets
 
@@ -15,3 +16,35 @@ def trial_seed(base_seed: int, eval_id: str, index: int) -> int:
 def fresh_base_seed() -> int:
     """A new base seed for `seed = "random"` and nightly runs."""
     return secrets.randbelow(2**31)
+
+
+@dataclasses.dataclass(frozen=True)
+class BaseSeed:
+    """The base seed a run asked for: a fixed number, or a fresh one drawn per run."""
+
+    fixed: int | None  # None: "random"
+
+    @classmethod
+    def parse(cls, value: int | str) -> BaseSeed:
+        """``1234`` or ``"random"``; anything else is a ``ValueError`` that says what is allowed."""
+        if value == "random":
+            return cls(None)
+        try:
+            number = value if isinstance(value, int) else int(value)
+        except ValueError:
+            raise ValueError(
+                f'expected a non-negative integer or "random", got {value!r}'
+            ) from None
+        if isinstance(number, bool) or number < 0:
+            raise ValueError(f'expected a non-negative integer or "random", got {value!r}')
+        return cls(number)
+
+    def draw(self) -> int:
+        """The seed this run uses, recorded in its artefact so that any trial can be replayed."""
+        return fresh_base_seed() if self.fixed is None else self.fixed
+
+    def __str__(self) -> str:
+        return "random" if self.fixed is None else str(self.fixed)
+
+
+RANDOM = BaseSeed(None)

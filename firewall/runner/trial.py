@@ -7,15 +7,13 @@ problem; it never becomes a low score.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
-from firewall.errors import ArtefactError
+from firewall.stats import EPSILON
 
-Score = float
 _MAX_FIELD_CHARS = 200
 
 
@@ -85,7 +83,7 @@ def record_from_payload(
                 index=index,
                 seed=seed,
                 score=score,
-                passed=score >= pass_score - 1e-9,
+                passed=score >= pass_score - EPSILON,
                 duration_s=duration_s,
                 in_flight=in_flight,
                 violations=[],
@@ -110,7 +108,7 @@ def record_from_payload(
     if result.error is not None:
         return _with_attribution(failed(f"eval reported: {result.error}"), result)
     score = result.score if result.score is not None else float(bool(result.passed))
-    passed = result.passed if result.passed is not None else score >= pass_score - 1e-9
+    passed = result.passed if result.passed is not None else score >= pass_score - EPSILON
     return _with_attribution(
         TrialRecord(
             index=index,
@@ -142,11 +140,6 @@ def error_record(
     )
 
 
-def parse_json_object(text: str) -> Any:
-    """Parse a JSON document, accepting the NaN/Infinity that Python's json writes."""
-    return json.loads(text)
-
-
 def describe_errors(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
@@ -175,10 +168,3 @@ def _kind(value: Any) -> str:
         type(value),
         f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__,
     )
-
-
-def load_record(data: Any, *, source: str) -> TrialRecord:
-    try:
-        return TrialRecord.model_validate(data)
-    except ValidationError as exc:
-        raise ArtefactError(f"{source}: malformed trial: {describe_errors(exc)}") from None

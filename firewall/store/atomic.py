@@ -11,6 +11,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from firewall.errors import LockError
+
 LOCK_TIMEOUT_S = 60.0
 
 
@@ -53,9 +55,7 @@ def locked(path: Path, what: str) -> Iterator[None]:
     try:
         lock.acquire(timeout=LOCK_TIMEOUT_S)
     except Timeout:
-        from firewall.errors import FirewallError
-
-        raise FirewallError(
+        raise LockError(
             f"{path}: could not lock the {what} within {LOCK_TIMEOUT_S:g} s; "
             "is another firewall process stuck?"
         ) from None

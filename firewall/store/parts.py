@@ -1,4 +1,4 @@
-"""Sharding a probe across CI jobs: which evals a shard gets, and the part file it writes.
+"""Probe parts: the trials of one shard of a probe, written for a later `firewall gate`.
 
 `firewall probe --shard I/N --out part-I.json` runs the trials of shard I and
 writes them as a ``Probed`` part; `firewall gate part-*.json` reads the parts
@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall.errors import ArtefactError, UsageError
+from firewall.errors import ArtefactError
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.store.atomic import write_atomic
@@ -21,20 +21,6 @@ from firewall.store.jsonfile import read_versioned
 from firewall.timeutil import Timestamp
 
 PART_SCHEMA_VERSION = 1
-
-
-def shard(specs: Sequence[EvalSpec], spec_text: str | None) -> list[EvalSpec]:
-    """The evals of shard I of N (1-based), dealt round-robin over the ids in sorted order."""
-    if spec_text is None:
-        return list(specs)
-    try:
-        index, count = (int(part) for part in spec_text.split("/"))
-    except ValueError:
-        raise UsageError(f"--shard expects I/N, e.g. 1/4; got {spec_text!r}") from None
-    if not 1 <= index <= count:
-        raise UsageError(f"--shard {spec_text}: I must be between 1 and N")
-    ordered = sorted(specs, key=lambda spec: spec.id)
-    return ordered[index - 1 :: count]
 
 
 class Probed(BaseModel):

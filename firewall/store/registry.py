@@ -9,41 +9,17 @@ that does not parse or has an unknown version is reported and never touched.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from firewall.errors import RegistryError
+from firewall.lifecycle import Entry
 from firewall.store.atomic import locked, write_atomic
-from firewall.timeutil import Timestamp
 
 SCHEMA_VERSION = 1
-
-
-class Entry(BaseModel):
-    """Why and since when an eval is quarantined, and its road back."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    since: Timestamp
-    source: Literal["auto", "manual"]
-    reason: str
-    median: float | None = None
-    iqr: float | None = None
-    k: int | None = None
-    git_sha: str | None = None
-    issue: int | None = None
-    stable_streak: int = 0
-    last_probe: Timestamp | None = None
-    review_by: Timestamp | None = None
-    owner: str | None = None
-
-    def overdue(self, at: dt.datetime) -> bool:
-        return self.review_by is not None and at > self.review_by
 
 
 class RegistryFile(BaseModel):

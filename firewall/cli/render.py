@@ -1,0 +1,62 @@
+"""How the deciding commands show their result: the table and closing lines, or the JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from firewall import output
+from firewall.pipeline.nightly import NightlyResult
+from firewall.pipeline.run import RunResult
+from firewall.report.terminal import closing_lines, table
+
+
+def run_result(fmt: str, *, verbose: bool, registry: str) -> Callable[[RunResult], None]:
+    """The ``present`` stage of `run` and `gate`."""
+
+    def present(result: RunResult) -> None:
+        artefact = result.artefact
+        if fmt == "json":
+            # JSON escapes line breaks: no line of it can be a workflow command.
+            output.echo(artefact.to_json().rstrip("\n"))
+            return
+        output.echo_untrusted(
+            table(artefact.evals, verbose=verbose) if artefact.evals else "no evals selected"
+        )
+        output.echo()
+        lines = closing_lines(
+            artefact,
+            added=result.added,
+            registry=registry,
+            report_path=result.report_path,
+            dry_run=result.dry_run,
+        )
+        output.echo("\n".join(lines))
+
+    return present
+
+
+def nightly_result(fmt: str, *, registry: str) -> Callable[[NightlyResult], None]:
+    """The ``present`` stage of `nightly`."""
+
+    def present(result: NightlyResult) -> None:
+        artefact = result.artefact
+        if fmt == "json":
+            output.echo(artefact.to_json().rstrip("\n"))
+            return
+        if artefact.evals:
+            output.echo_untrusted(table(artefact.evals))
+            output.echo()
+        elif not result.events:
+            output.echo(f"nothing to re-probe: {registry} is empty")
+        for event in result.events:
+            if event.kind in ("released", "quarantined", "missing"):
+                output.echo_untrusted(f"{event.eval_id}: {event.message}")
+        output.echo(
+            f"base seed {artefact.run.base_seed}"
+            + ("" if artefact.run.complete else " -- INTERRUPTED, nothing was counted")
+        )
+        output.echo(
+            "dry run: no file was changed" if result.dry_run else f"report: {result.report_path}"
+        )
+
+    return present

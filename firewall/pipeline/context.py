@@ -1,0 +1,150 @@
+"""The context of one command, built once: settings, evals, the registry snapshot, the
+history store, the CI environment, the commit under test and a clock.
+
+Every stage of a run reads what it needs from here instead of loading it again,
+so one `firewall run` reads ``quarantine.json`` once (and again only under the
+lock, to change it) and scans the history once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import functools
+import os
+import subprocess
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from firewall.config import LoadedConfig, Settings, load_config
+from firewall.discovery import discover, select
+from firewall.errors import ConfigError
+from firewall.lifecycle import Entry
+from firewall.output import in_actions
+from firewall.report.status import trends
+from firewall.spec import EvalSpec
+from firewall.store.history import HistoryStore, LocalHistory
+from firewall.store.registry import Registry
+from firewall.timeutil import now
+
+Clock = Callable[[], dt.datetime]
+
+
+@dataclasses.dataclass(frozen=True)
+class GitInfo:
+    """The commit and ref under test: the CI's word for them when there is one, else git's."""
+
+    sha: str | None
+    ref: str | None
+
+    @classmethod
+    def find(cls, cwd: Path, env: Mapping[str, str]) -> GitInfo:
+        return cls(
+            sha=env.get("GITHUB_SHA") or _git(cwd, "rev-parse", "HEAD"),
+            ref=env.get("GITHUB_REF") or _git(cwd, "symbolic-ref", "-q", "HEAD"),
+        )
+
+
+@dataclasses.dataclass
+class Context:
+    """What every stage of one command reads; built by ``load``, or by hand in tests."""
+
+    cwd: Path
+    config: LoadedConfig
+    specs: list[EvalSpec]
+    history: HistoryStore
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    clock: Clock = now
+    _entries: dict[str, Entry] | None = dataclasses.field(default=None, repr=False)
+    _trends: dict[str, str] | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings
+
+    @property
+    def registry(self) -> Registry:
+        return Registry(self.cwd / self.settings.registry)
+
+    @property
+    def in_actions(self) -> bool:
+        return in_actions(self.env)
+
+    @functools.cached_property
+    def git(self) -> GitInfo:
+        return GitInfo.find(self.cwd, self.env)
+
+    def entries(self) -> dict[str, Entry]:
+        """The registry as this command found it (or last wrote it): read once."""
+        if self._entries is None:
+            self._entries = self.registry.read()
+        return dict(self._entries)
+
+    @contextlib.contextmanager
+    def edit_registry(self) -> Iterator[dict[str, Entry]]:
+        """Change the registry under its lock; the snapshot follows what was written."""
+        with self.registry.edit() as entries:
+            yield entries
+            self._entries = dict(entries)
+
+    def trends(self, eval_ids: Iterable[str]) -> dict[str, str]:
+        """Sparklines of recent medians of these evals and every quarantined one: one scan."""
+        wanted = set(eval_ids) | set(self.entries())
+        if self._trends is None or not wanted <= self._trends.keys():
+            self._trends = dict.fromkeys(wanted, "") | trends(
+                self.history.scan(wanted), wanted, at=self.clock()
+            )
+        return {eval_id: self._trends[eval_id] for eval_id in wanted if self._trends[eval_id]}
+
+
+def load(
+    config_path: Path | None = None,
+    ids: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    with_evals: bool = True,
+    clock: Clock = now,
+) -> Context:
+    """Read the config, check the paths it names, and discover the selected evals.
+
+    ``with_evals=False`` skips discovery (which imports the evals' modules) for
+    commands that need only the settings and the registry.
+    """
+    cwd = cwd or Path.cwd()
+    config = load_config(config_path, cwd)
+    check_paths(config, cwd)
+    specs = select(discover(config, cwd), ids, tags) if with_evals else []
+    return Context(
+        cwd=cwd,
+        config=config,
+        specs=specs,
+        history=LocalHistory(cwd / config.settings.history),
+        env=dict(os.environ if env is None else env),
+        clock=clock,
+    )
+
+
+def check_paths(config: LoadedConfig, cwd: Path) -> None:
+    """Files the firewall writes must not be directories: say so before any eval runs."""
+    settings = config.settings
+    where = config.path.name if config.path else "<config>"
+    for key in ("registry", "history", "report"):
+        value = getattr(settings, key)
+        if (cwd / value).is_dir():
+            raise ConfigError(
+                f"{where}: {config.prefix}{key} = {value!r} is a directory; "
+                f"expected the path of a file (default {Settings.model_fields[key].default!r})"
+            )
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None

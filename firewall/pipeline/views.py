@@ -1,0 +1,40 @@
+"""The read-only commands' one call each: the triage view and the calibration."""
+
+from __future__ import annotations
+
+from firewall.discovery import discover
+from firewall.errors import FirewallError
+from firewall.pipeline.context import Context
+from firewall.report.calibrate import Calibration, calibrate
+from firewall.report.status import StatusView, build
+
+
+def status_view(ctx: Context, *, days: int) -> StatusView:
+    """`firewall status`: every quarantined eval with its trend, and the last recorded run."""
+    entries = ctx.entries()
+    return build(
+        entries,
+        ctx.history.scan(set(entries)),
+        last_rows=ctx.history.last_run(),
+        at=ctx.clock(),
+        registry=ctx.settings.registry,
+        release_after=ctx.settings.nightly.release_after,
+        days=days,
+        defined=_defined_ids(ctx, set(entries)),
+    )
+
+
+def calibration(ctx: Context) -> Calibration:
+    """`firewall calibrate`: the P80 of the IQRs in history, per eval and overall."""
+    current = {spec.id: spec.flakiness for spec in ctx.specs}
+    return calibrate(ctx.history.scan(), current, ctx.settings.flakiness)
+
+
+def _defined_ids(ctx: Context, wanted: set[str]) -> set[str]:
+    """Which quarantined ids still exist; a discovery failure only loses that detail."""
+    if not wanted:
+        return set()
+    try:
+        return {spec.id for spec in discover(ctx.config, ctx.cwd)} & wanted
+    except FirewallError:
+        return wanted

@@ -1,0 +1,109 @@
+"""A decided run as the terminal shows it: one row per eval, the checks of the ones that
+need a look, and the closing lines (counts, what changed on disk, where the report is)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from firewall.artefact import Artefact, EvalReport
+from firewall.diagnostics import describe_flip, describe_hint, format_check
+from firewall.policy import Status
+from firewall.text import MISSING, columns, number, percent
+
+_COLOURS = {
+    Status.PASS: "green",
+    Status.FAIL: "red",
+    Status.ERROR: "magenta",
+    Status.QUARANTINE: "yellow",
+    Status.QUARANTINED: "cyan",
+}
+_HEADER = ("STATUS", "EVAL", "MEDIAN", "IQR", "K", "PASS", "REASON")
+
+
+def table(
+    reports: Sequence[EvalReport], *, colour: bool | None = None, verbose: bool = False
+) -> str:
+    """The run as a terminal table: status, eval, median, IQR, k, pass rate, reason."""
+    colour = sys.stdout.isatty() if colour is None else colour
+    rows = [_row(report) for report in reports]
+    header, *lines = columns([_HEADER, *rows], ragged_last=True)
+    out = [header]
+    for report, line in zip(reports, lines, strict=True):
+        if colour:
+            label = line.split(" ", 1)[0]
+            line = click.style(label, fg=_COLOURS[report.status], bold=True) + line[len(label) :]
+        out.append(line)
+        out.extend(f"    {detail}" for detail in _details(report, verbose=verbose))
+    return "\n".join(out)
+
+
+def _row(report: EvalReport) -> tuple[str, ...]:
+    # An errored probe's numbers come from the few trials that scored: not worth a glance.
+    hide = report.status is Status.ERROR
+    marker = "" if report.blocking or report.status is not Status.FAIL else "*"
+    return (
+        report.status.label + marker,
+        report.id,
+        MISSING if hide else number(report.stats.median),
+        MISSING if hide else number(report.stats.iqr),
+        str(len(report.trials) or report.k),
+        MISSING if hide else percent(report.stats.pass_rate),
+        report.reason,
+    )
+
+
+def _details(report: EvalReport, *, verbose: bool) -> list[str]:
+    lines: list[str] = []
+    if verbose or report.status in (Status.FAIL, Status.ERROR, Status.QUARANTINE):
+        lines.extend(format_check(check) for check in report.checks)
+    lines.extend(f"likely: {describe_hint(hint)}" for hint in report.hints[:3])
+    if report.status is not Status.PASS:
+        if report.flips:
+            lines.append(
+                "flipping cases: " + ", ".join(describe_flip(flip) for flip in report.flips[:5])
+            )
+        drifting = [name for name, rate in report.drift.items() if rate > 0]
+        if drifting:
+            lines.append(f"drifting fields: {', '.join(drifting[:5])}")
+    return lines
+
+
+def summary_line(artefact: Artefact) -> str:
+    s = artefact.summary
+    parts = [
+        f"{s.pass_} passed",
+        f"{s.fail} failed",
+        f"{s.quarantine} newly quarantined",
+        f"{s.quarantined} in quarantine",
+        f"{s.error} errored",
+    ]
+    nonblocking = sum(1 for r in artefact.evals if not r.blocking and r.status is Status.FAIL)
+    note = f" (* {nonblocking} non-blocking)" if nonblocking else ""
+    state = "" if artefact.run.complete else " -- INTERRUPTED, results incomplete"
+    return (
+        f"{', '.join(parts)}{note}; base seed {artefact.run.base_seed}; "
+        f"exit {int(s.exit_code)}{state}"
+    )
+
+
+def closing_lines(
+    artefact: Artefact,
+    *,
+    added: Sequence[str],
+    registry: str,
+    report_path: Path,
+    dry_run: bool,
+) -> list[str]:
+    """The counts, the registry entries written (or that a dry run would write), the report."""
+    lines = [summary_line(artefact)]
+    if dry_run:
+        lines += [f"quarantine {eval_id}: would be added to {registry}" for eval_id in added]
+        lines.append("dry run: no file was changed")
+    else:
+        lines += [f"quarantined {eval_id}: added to {registry}" for eval_id in added]
+        lines.append(f"report: {report_path}")
+    return lines
