@@ -12,7 +12,7 @@ import contextlib
 import os
 import secrets
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import click
 
@@ -54,16 +54,16 @@ def error(text: str) -> None:
     click.echo(f"firewall: error: {text}", err=True)
 
 
-def stop_commands(text: str) -> str:
+def stop_commands(text: str, *, tokens: Callable[[], str] = lambda: secrets.token_hex(16)) -> str:
     """``text`` between ``::stop-commands::TOKEN`` and ``::TOKEN::``, for echoing eval output.
 
     While commands are stopped the runner takes no line as a command, so the
     output can be shown verbatim; the token is random and absent from the text,
-    so the text cannot resume processing itself.
+    so the text cannot resume processing itself. ``tokens`` draws one (tests pass their own).
     """
-    token = secrets.token_hex(16)
+    token = tokens()
     while token in text:  # 128 random bits: never in practice, but then certainly not
-        token = secrets.token_hex(16)
+        token = tokens()
     body = text if text.endswith("\n") or not text else text + "\n"
     return f"::stop-commands::{token}\n{body}::{token}::"
 

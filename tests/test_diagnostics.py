@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.stats
-from fakes import error_trial, make_spec, trial, trials, with_metrics
+from builders import error_trial, make_spec, trial, trials, with_metrics
 from pydantic import JsonValue
 
 from firewall.diagnostics import (

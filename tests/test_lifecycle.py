@@ -8,11 +8,10 @@ import pytest
 
 from firewall.artefact import EvalReport
 from firewall.config import Settings
-from firewall.lifecycle import advance, overdue, quarantine_entry
+from firewall.lifecycle import Entry, advance, overdue, quarantine_entry
 from firewall.policy import Status
 from firewall.spec import Source
 from firewall.stats import Stats
-from firewall.lifecycle import Entry
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 

@@ -1,42 +1,57 @@
-"""The one output module: progress only on a terminal, tables that read in a CI log."""
+"""The sink: progress on stderr only on a terminal, eval text shown so that no line is a command."""
 
 from __future__ import annotations
 
 import pytest
-from fakes import make_report
 
 from firewall import output
-from firewall.policy import Status
 
 
 def test_progress_writes_to_stderr_only_when_enabled(capsys: pytest.CaptureFixture[str]) -> None:
-    quiet = output.Progress(2, enabled=False)
+    quiet = output.Progress(enabled=False)
+    quiet.start(2)
     quiet.step("a", errored=False)
     assert capsys.readouterr() == ("", "")
 
-    shown = output.Progress(2, enabled=True)
+    shown = output.Progress(enabled=True)
+    shown.start(2)
     shown.step("a", errored=False)
     shown.step("b", errored=True)
-    shown.close()
+    shown.finish()
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "[2/2] 1 errored" in captured.err and "last: b" in captured.err
+    assert captured.err.endswith("\r" + " " * output.Progress.WIDTH + "\r")
 
 
-def test_progress_is_off_when_stderr_is_not_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
-    assert output.Progress(3).enabled is False  # pytest's captured stderr is no terminal
+def test_progress_is_off_when_stderr_is_not_a_terminal() -> None:
+    assert output.Progress().enabled is False  # pytest's captured stderr is no terminal
 
 
-def test_table_marks_non_blocking_failures_and_hides_numbers_of_errors() -> None:
-    text = output.table(
-        [
-            make_report("capability", Status.FAIL, blocking=False),
-            make_report("outage", Status.ERROR),
-            make_report("good", Status.PASS),
-        ],
-        colour=False,
+def test_finish_clears_the_line_once(capsys: pytest.CaptureFixture[str]) -> None:
+    shown = output.Progress(enabled=True)
+    shown.start(1)
+    shown.step("a", errored=False)
+    shown.finish()
+    capsys.readouterr()
+    shown.finish()  # the context manager finishes again after the pipeline did
+    assert capsys.readouterr().err == ""
+
+
+def test_stop_commands_never_uses_a_token_found_in_the_text() -> None:
+    tokens = iter(["abcd", "abcd", "ef01"])
+    assert output.stop_commands("x abcd y", tokens=lambda: next(tokens)) == (
+        "::stop-commands::ef01\nx abcd y\n::ef01::"
     )
-    rows = {line.split()[1]: line.split() for line in text.splitlines()[1:] if line[0] != " "}
-    assert rows["capability"][0] == "FAIL*"
-    assert rows["outage"][2:4] == ["-", "-"]
-    assert rows["good"][:3] == ["PASS", "good", "0.9"]
+
+
+def test_untrusted_text_is_wrapped_only_in_actions(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output.echo_untrusted("::error::forged")
+    assert capsys.readouterr().out == "::error::forged\n"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    output.echo_untrusted("::error::forged")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("::stop-commands::") and lines[1] == "::error::forged"
+    assert lines[2] == f"::{lines[0].removeprefix('::stop-commands::')}::"

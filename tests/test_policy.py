@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fakes import error_trial, make_spec, trial, trials, with_metrics
+from builders import error_trial, make_spec, trial, trials, with_metrics
 
 from firewall.diagnostics import format_check
 from firewall.policy import Decision, Status, decide

@@ -8,7 +8,7 @@ any text, line breaks included, without being able to set a second output.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from firewall.artefact import Artefact
@@ -29,19 +29,21 @@ def outputs_for(artefact: Artefact, report_path: Path | str) -> dict[str, str]:
     }
 
 
-def key_value_message(name: str, value: str) -> str:
+def key_value_message(
+    name: str, value: str, *, delimiters: Callable[[], str] = lambda: f"ghadelimiter_{uuid.uuid4()}"
+) -> str:
     """``name<<DELIMITER``, the value, the delimiter: one output in heredoc form.
 
     The delimiter is random and checked against the name and the value, as
     the toolkit does (with its error messages), so a value cannot end its own
-    heredoc early and inject an output.
+    heredoc early and inject an output. ``delimiters`` makes one (tests pass a fixed one).
     """
     # The runner reads the name up to the first '=' or '<<' of the line.
     if not name or any(bad in name for bad in ("=", "<<", "\r", "\n")):
         raise ValueError(
             f"output name {name!r} must be non-empty, on one line, without '=' or '<<'"
         )
-    delimiter = f"ghadelimiter_{uuid.uuid4()}"
+    delimiter = delimiters()
     if delimiter in name:
         raise ValueError(f'Unexpected input: name should not contain the delimiter "{delimiter}"')
     if delimiter in value:
@@ -49,10 +51,13 @@ def key_value_message(name: str, value: str) -> str:
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 
-def write_outputs(path: Path, values: Mapping[str, str]) -> None:
+def write_outputs(
+    path: Path, values: Mapping[str, str], *, delimiters: Callable[[], str] | None = None
+) -> None:
     """Append ``values`` to the ``$GITHUB_OUTPUT`` file at ``path``."""
     # Build every message first: a bad name or value then writes nothing at all.
-    text = "".join(key_value_message(name, value) for name, value in values.items())
+    made = {} if delimiters is None else {"delimiters": delimiters}
+    text = "".join(key_value_message(name, value, **made) for name, value in values.items())
     # newline="" keeps the LFs as written: the runner splits on LF, and on
     # Windows a translated CRLF would also change the values themselves.
     with path.open("a", encoding="utf-8", newline="") as stream:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -11,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from firewall.cli import main
+from firewall.lifecycle import Entry
 from firewall.report.calibrate import calibrate
 from firewall.report.status import build
-from firewall.store import history
-from firewall.lifecycle import Entry
+from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.registry import Registry
 from firewall.text import sparkline
 from firewall.timeutil import now, to_text
@@ -31,17 +32,19 @@ def row(
     iqr: float | None = 0.01,
     status: str = "pass",
     mode: str = "run",
-) -> dict[str, object]:
-    return {
-        "eval_id": eval_id,
-        "run_id": run,
-        "mode": mode,
-        "status": status,
-        "k": 7,
-        "median": median,
-        "iqr": iqr,
-        "build_ts": to_text(AT - dt.timedelta(days=days_ago)),
-    }
+    drift: dict[str, float] | None = None,
+) -> HistoryRow:
+    return HistoryRow(
+        eval_id=eval_id,
+        run_id=run,
+        mode=mode,
+        status=status,
+        k=7,
+        median=median,
+        iqr=iqr,
+        drift=drift or {},
+        build_ts=to_text(AT - dt.timedelta(days=days_ago)),
+    )
 
 
 def entry(days_ago: int, streak: int = 1, **extra: object) -> Entry:
@@ -65,10 +68,15 @@ def test_status_joins_registry_trend_and_last_run() -> None:
         row("tone", "r2", days_ago=10, median=0.6, status="quarantine"),
         row("other", "r2", days_ago=10),
         row("tone", "r3", days_ago=1, median=None, status="error", mode="nightly"),
-        {
-            **row("tone", "r4", days_ago=0.5, median=0.9, status="quarantined", mode="nightly"),
-            "drift": {"category": 0.4, "tone": 0.0},
-        },
+        row(
+            "tone",
+            "r4",
+            days_ago=0.5,
+            median=0.9,
+            status="quarantined",
+            mode="nightly",
+            drift={"category": 0.4, "tone": 0.0},
+        ),
         row("other", "r4", days_ago=0.5, status="fail", mode="nightly"),
     ]
     view = build(
@@ -140,17 +148,17 @@ def test_calibrate_ignores_rows_without_an_iqr() -> None:
     assert calibrate(rows, {}, 0.03).overall.points == 0
 
 
-def write_history(root: Path, rows: list[dict[str, object]]) -> None:
+def write_history(root: Path, rows: list[HistoryRow]) -> None:
     path = root / ".firewall" / "history.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn": ')
+    path.write_text("".join(r.to_json() + "\n" for r in rows) + '{"torn": ')
 
 
 def test_status_and_calibrate_commands(project: Path) -> None:
     (project / "firewall.toml").write_text('[[evals]]\nid = "tone"\ncommand = "true"\n')
     recent = now()
     rows = [
-        {**row("tone", f"r{i}", days_ago=0, iqr=i / 100), "build_ts": to_text(recent)}
+        dataclasses.replace(row("tone", f"r{i}", days_ago=0, iqr=i / 100), build_ts=to_text(recent))
         for i in range(12)
     ]
     write_history(project, rows)
@@ -183,30 +191,11 @@ def test_history_compaction_keeps_recent_rows(project: Path) -> None:
     write_history(
         project,
         [
-            {**row("a", "r1", days_ago=0), "build_ts": to_text(old)},
-            {**row("a", "r2", days_ago=0), "build_ts": to_text(recent)},
+            dataclasses.replace(row("a", "r1", days_ago=0), build_ts=to_text(old)),
+            dataclasses.replace(row("a", "r2", days_ago=0), build_ts=to_text(recent)),
         ],
     )
     result = CliRunner().invoke(main, ["history", "compact", "--keep-days", "90"])
     assert result.exit_code == 0 and "kept 1 rows, dropped 2" in result.output
-    kept = list(history.scan(project / ".firewall" / "history.jsonl"))
-    assert [r["run_id"] for r in kept] == ["r2"]
-
-
-def test_scan_filters_by_eval_and_last_run_reads_from_the_end(tmp_path: Path) -> None:
-    path = tmp_path / "history.jsonl"
-    rows = [
-        history.HistoryRow(
-            eval_id=f"e{n % 3}", run_id=f"r{n // 3}", mode="run", status="pass", k=7, build_ts=AT
-        )
-        for n in range(3000)
-    ]
-    history.append(path, rows)
-    with path.open("a") as handle:
-        handle.write('{"eval_id": "e1", "run_id": "hand", "status": "fail"}\n{"torn": ')
-    picked = list(history.scan(path, {"e1"}))
-    assert len(picked) == 1001 and {r["eval_id"] for r in picked} == {"e1"}
-    assert [r["run_id"] for r in history.last_run(path, chunk=64)] == ["hand"]
-    history.append(path, rows[-3:])
-    assert [r["eval_id"] for r in history.last_run(path, chunk=64)] == ["e0", "e1", "e2"]
-    assert history.last_run(tmp_path / "missing.jsonl") == []
+    kept = list(LocalHistory(project / ".firewall" / "history.jsonl").scan())
+    assert [r.run_id for r in kept] == ["r2"]

@@ -16,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 FIREWALL = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "firewall"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def firewall(

@@ -9,25 +9,24 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from fakes import make_spec, trials
+from builders import make_spec, trials
 from github_standin import GitHubStandIn
 
 from firewall.artefact import EvalReport
+from firewall.errors import IssueError
 from firewall.github.client import GitHubIssues, Transport, from_environment
 from firewall.github.issues import (
     IssueContext,
-    IssueError,
     RecordingIssues,
     catch_up,
     fenced,
     inline_code,
     marked_eval,
 )
-from firewall.lifecycle import Event
+from firewall.lifecycle import Entry, Event
 from firewall.policy import decide
 from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
-from firewall.lifecycle import Entry
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 FAST = Transport(timeout=2, retries=1, backoff=0.01, request_gap=0, write_gap=0)

@@ -7,11 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from fakes import make_report
+from builders import make_report
 
 from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
-from firewall.github.summary import SUMMARY_LIMIT, append_summary, cell, render_summary
+from firewall.github.summary import append_summary
 from firewall.policy import Status
+from firewall.report.markdown import SUMMARY_LIMIT, cell, render_summary
 from firewall.stats import Stats
 
 COLUMNS = 9
@@ -224,9 +225,10 @@ def test_append_summary_adds_to_the_file(tmp_path: Path) -> None:
 
 
 def test_usage_is_shown_without_budgets_and_failures_list_their_checks() -> None:
-    from firewall.pipeline.run import judge
+    from builders import make_spec
+
+    from firewall.pipeline.stages import judge
     from firewall.runner.trial import TrialRecord
-    from tests.fakes import make_spec
 
     trials = [
         TrialRecord(

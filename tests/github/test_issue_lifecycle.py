@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from github_standin import GitHubStandIn
 
 from firewall.cli import main
-from tests.github_standin import GitHubStandIn
 
 EVAL = """
 import sys

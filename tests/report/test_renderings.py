@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from builders import error_trial, make_spec, trial, trials
 from click.testing import CliRunner, Result
 
-from firewall.artefact import Artefact, EvalReport, RunInfo, load
+from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.cli import main
-from firewall.github.summary import render_summary
-from firewall.pipeline.run import judge, skipped, summarise
+from firewall.lifecycle import Entry
+from firewall.pipeline.stages import judge, skipped, summarise
 from firewall.report.html import render_html
 from firewall.report.junit import render_junit
-from firewall.lifecycle import Entry
-from tests.fakes import error_trial, make_spec, trial, trials
+from firewall.report.markdown import render_summary
+from firewall.store.reports import load_report, write_report
 
 STARTED = dt.datetime(2026, 11, 29, 21, 0, tzinfo=dt.timezone.utc)
 HOSTILE = 'judge said ]]> <b>&amp; "quoted" \x00nul \x1b[31mred\x1b[0m\n::error::forged'
@@ -290,14 +291,14 @@ def invoke(*args: str) -> Result:
 @pytest.fixture
 def saved(project: Path) -> Path:
     path = project / "firewall-report.json"
-    every_kind().write(path)
+    write_report(path, every_kind())
     return path
 
 
 def test_report_defaults_to_the_markdown_summary(saved: Path) -> None:
     result = invoke("report", str(saved))
     assert result.exit_code == 0  # whatever the run decided: rendering it succeeded
-    expected = render_summary(load(saved), report=str(saved))
+    expected = render_summary(load_report(saved), report=str(saved))
     assert result.stdout == expected.rstrip("\n") + "\n"
     assert invoke("report", str(saved), "--markdown").stdout == result.stdout
 
@@ -322,7 +323,7 @@ def test_report_prints_and_writes_each_format(saved: Path, flag: str, check: obj
 @pytest.mark.parametrize("flag", ["--markdown", "--junit", "--html"])
 def test_no_line_starts_with_eval_text_that_github_would_run(project: Path, flag: str) -> None:
     path = project / "hostile.json"
-    hostile_artefact().write(path)
+    write_report(path, hostile_artefact())
     result = invoke("report", str(path), flag)
     assert result.exit_code == 0
     assert "::error::forged" in result.stdout  # shown, but never at the start of a line

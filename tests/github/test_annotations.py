@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fakes import make_report
+from builders import make_report
 
 from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.github import annotations
@@ -16,8 +16,8 @@ from firewall.github.annotations import (
     annotations_for,
     escape_data,
     escape_property,
-    stop_commands,
 )
+from firewall.output import stop_commands
 from firewall.policy import Status
 from firewall.spec import Source
 from firewall.stats import Stats
@@ -304,5 +304,6 @@ def test_stop_commands_never_uses_a_token_found_in_the_text(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     tokens = iter(["abcd", "abcd", "ef01"])
-    monkeypatch.setattr(annotations.secrets, "token_hex", lambda n: next(tokens))
-    assert stop_commands("x abcd y") == "::stop-commands::ef01\nx abcd y\n::ef01::"
+    assert stop_commands("x abcd y", tokens=lambda: next(tokens)) == (
+        "::stop-commands::ef01\nx abcd y\n::ef01::"
+    )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
+from builders import make_spec
+
 from firewall.github.issues import IssueContext, render_body
-from firewall.pipeline.run import judge
-from firewall.runner.trial import TrialRecord
 from firewall.lifecycle import Entry
-from tests.fakes import make_spec
+from firewall.pipeline.stages import judge
+from firewall.runner.trial import TrialRecord
 
 AT = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import uuid
 from pathlib import Path
 
 import pytest
 
 from firewall.artefact import Artefact, RunInfo, Summary
-from firewall.github import outputs
-from firewall.github.outputs import key_value_message, outputs_for, result_for, write_outputs
+from firewall.errors import ExitCode
+from firewall.github.outputs import key_value_message, outputs_for, write_outputs
 
 # actions/toolkit packages/core/__tests__/core.test.ts mocks uuid to this value.
 UUID = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"
@@ -54,27 +53,28 @@ def raw(path: Path) -> str:
     return path.read_bytes().decode("utf-8")
 
 
-@pytest.fixture
-def fixed_uuid(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(outputs.uuid, "uuid4", lambda: uuid.UUID(UUID))
+def fixed() -> str:
+    """The delimiter the toolkit's tests get from their mocked uuid."""
+    return DELIMITER
 
 
-@pytest.mark.usefixtures("fixed_uuid")
 def test_heredoc_form_matches_the_toolkit() -> None:
     # core.test.ts "exportVariable produces the correct command and sets the env"
-    assert key_value_message("my var", "var val") == f"my var<<{DELIMITER}\nvar val\n{DELIMITER}\n"
+    assert (
+        key_value_message("my var", "var val", delimiters=fixed)
+        == f"my var<<{DELIMITER}\nvar val\n{DELIMITER}\n"
+    )
 
 
-@pytest.mark.usefixtures("fixed_uuid")
 def test_the_delimiter_is_refused_in_a_value_or_name_as_the_toolkit_does() -> None:
     # core.test.ts "exportVariable does not allow delimiter as value" / "... as name"
     with pytest.raises(ValueError) as value_error:
-        key_value_message("my var", f"good stuff {DELIMITER} bad stuff")
+        key_value_message("my var", f"good stuff {DELIMITER} bad stuff", delimiters=fixed)
     assert str(value_error.value) == (
         f'Unexpected input: value should not contain the delimiter "{DELIMITER}"'
     )
     with pytest.raises(ValueError) as name_error:
-        key_value_message(f"good stuff {DELIMITER} bad stuff", "test")
+        key_value_message(f"good stuff {DELIMITER} bad stuff", "test", delimiters=fixed)
     assert str(name_error.value) == (
         f'Unexpected input: name should not contain the delimiter "{DELIMITER}"'
     )
@@ -146,11 +146,10 @@ def test_outputs_are_appended_to_what_earlier_steps_wrote(tmp_path: Path) -> Non
     }
 
 
-@pytest.mark.usefixtures("fixed_uuid")
 def test_a_refused_value_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "github_output"
     with pytest.raises(ValueError):
-        write_outputs(path, {"good": "x", "bad": DELIMITER})
+        write_outputs(path, {"good": "x", "bad": DELIMITER}, delimiters=fixed)
     assert not path.exists() or raw(path) == ""
 
 
@@ -158,7 +157,7 @@ def test_a_refused_value_writes_nothing(tmp_path: Path) -> None:
     ("exit_code", "status"), [(0, "pass"), (1, "fail"), (3, "error"), (130, "error"), (2, "error")]
 )
 def test_status_follows_the_exit_code(exit_code: int, status: str) -> None:
-    assert result_for(exit_code) == status
+    assert ExitCode(exit_code).result == status
 
 
 def test_outputs_for_a_run(tmp_path: Path) -> None:

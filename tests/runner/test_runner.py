@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import command_spec, python_spec, write_module
+from builders import command_spec, python_spec, write_module
 
 from firewall.runner import Runner, Task
 from firewall.runner.trial import TrialRecord

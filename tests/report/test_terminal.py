@@ -1,0 +1,72 @@
+"""The terminal rendering of a decided run: a table that reads in a CI log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builders import make_report
+
+from firewall.artefact import Artefact, RunInfo
+from firewall.pipeline.stages import summarise
+from firewall.policy import Status
+from firewall.report.terminal import closing_lines, table
+from firewall.timeutil import now
+
+
+def test_table_marks_non_blocking_failures_and_hides_numbers_of_errors() -> None:
+    text = table(
+        [
+            make_report("capability", Status.FAIL, blocking=False),
+            make_report("outage", Status.ERROR),
+            make_report("good", Status.PASS),
+        ],
+        colour=False,
+    )
+    rows = {line.split()[1]: line.split() for line in text.splitlines()[1:] if line[0] != " "}
+    assert rows["capability"][0] == "FAIL*"
+    assert rows["outage"][2:4] == ["-", "-"]
+    assert rows["good"][:3] == ["PASS", "good", "0.9"]
+
+
+def test_table_columns_line_up_and_the_reason_is_not_padded() -> None:
+    lines = table(
+        [make_report("a", Status.PASS), make_report("a-much-longer-id", Status.PASS)],
+        colour=False,
+    ).splitlines()
+    assert lines[0].index("MEDIAN") == lines[1].index("0.9") == lines[2].index("0.9")
+    assert not any(line.endswith(" ") for line in lines)
+
+
+def artefact_with(*statuses: Status) -> Artefact:
+    reports = [make_report(f"e{i}", status) for i, status in enumerate(statuses)]
+    return Artefact(
+        run=RunInfo(mode="run", base_seed=7, started_at=now(), complete=True),
+        summary=summarise(reports, True),
+        evals=reports,
+    )
+
+
+def test_a_dry_run_says_what_it_would_add_and_that_no_file_changed() -> None:
+    lines = closing_lines(
+        artefact_with(Status.QUARANTINE),
+        added=["e0"],
+        registry="quarantine.json",
+        report_path=Path("firewall-report.json"),
+        dry_run=True,
+    )
+    assert lines[1:] == [
+        "quarantine e0: would be added to quarantine.json",
+        "dry run: no file was changed",
+    ]
+
+
+def test_a_real_run_names_what_it_added_and_the_report() -> None:
+    lines = closing_lines(
+        artefact_with(Status.QUARANTINE, Status.FAIL),
+        added=["e0"],
+        registry="quarantine.json",
+        report_path=Path("out.json"),
+        dry_run=False,
+    )
+    assert lines[0].startswith("0 passed, 1 failed, 1 newly quarantined") and "exit 1" in lines[0]
+    assert lines[1:] == ["quarantined e0: added to quarantine.json", "report: out.json"]
