@@ -14,6 +14,7 @@ from filelock import FileLock, Timeout
 from firewall.errors import LockError
 
 LOCK_TIMEOUT_S = 60.0
+LOCK_DIR_VARIABLE = "FIREWALL_LOCK_DIR"
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -43,21 +44,27 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-@contextlib.contextmanager
-def locked(path: Path, what: str) -> Iterator[None]:
-    """Hold the lock that serialises every writer of ``path`` on this machine.
+def lock_path(path: Path) -> Path:
+    """Where the lock of ``path`` lives: ``$FIREWALL_LOCK_DIR``, else the temp directory.
 
-    The lock file lives in the temp directory, keyed by the file's absolute
-    path, so that no ``.lock`` file appears in the user's repository.
+    Keyed by the file's absolute path, so that no ``.lock`` file appears in the
+    user's repository and every process on the machine finds the same lock.
     """
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    lock = FileLock(Path(tempfile.gettempdir()) / f"firewall-{key}.lock")
+    directory = os.environ.get(LOCK_DIR_VARIABLE) or tempfile.gettempdir()
+    return Path(directory) / f"firewall-{key}.lock"
+
+
+@contextlib.contextmanager
+def locked(path: Path, what: str, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the lock that serialises every writer of ``path`` on this machine."""
+    lock = FileLock(lock_path(path))
     try:
-        lock.acquire(timeout=LOCK_TIMEOUT_S)
+        lock.acquire(timeout=timeout)
     except Timeout:
         raise LockError(
-            f"{path}: could not lock the {what} within {LOCK_TIMEOUT_S:g} s; "
-            "is another firewall process stuck?"
+            f"{path}: could not lock the {what} within {timeout:g} s; another firewall "
+            f"process holds {lock.lock_file}: wait for it to finish, or end it if it is stuck"
         ) from None
     try:
         yield
