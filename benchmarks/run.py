@@ -156,13 +156,13 @@ PROBE_ONLY = """\
 # share of a `firewall run`, without the CLI's start-up and the judging and writing after).
 import json, sys, time
 start = time.perf_counter()
-from firewall.cli.common import load_project
-from firewall.pipeline.run import plan
+from firewall.pipeline import context
+from firewall.pipeline.stages import plan
 from firewall.runner import Runner
-project = load_project(None)
-tasks = plan(project.specs, 20261129, None)
+ctx = context.load()
+tasks = plan(ctx.specs, 20261129, None)
 ready = time.perf_counter()
-records = Runner(concurrency=project.config.settings.concurrency, cwd=project.cwd).run(tasks)
+records = Runner(concurrency=ctx.settings.concurrency, cwd=ctx.cwd).run(tasks)
 done = time.perf_counter()
 assert len(records) == len(tasks) and all(r.error is None for r in records)
 print(json.dumps({"runner_s": done - ready, "setup_s": ready - start, "trials": len(tasks)}))
