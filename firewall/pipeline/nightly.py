@@ -14,16 +14,15 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from firewall.artefact import Artefact, EvalReport, RunInfo
+from firewall.artefact import Artefact, EvalReport
 from firewall.errors import ExitCode
 from firewall.lifecycle import Entry, Event, advance, quarantine_entry
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
-from firewall.pipeline.stages import Progress, judge, plan, probe, summarise
+from firewall.pipeline.run import keep, probe_part
+from firewall.pipeline.stages import Progress, judge, run_info, summarise
 from firewall.policy import Status
 from firewall.runner.seeds import RANDOM, BaseSeed
-from firewall.store.history import rows_for
-from firewall.store.reports import write_report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +55,6 @@ def nightly(
     present: Callable[[NightlyResult], None] | None = None,
 ) -> NightlyResult:
     settings = ctx.settings
-    started = ctx.clock()
-    seed = options.seed.draw()
     before = ctx.entries()
     known = {spec.id for spec in ctx.specs}
     events = [
@@ -71,40 +68,30 @@ def nightly(
         if eval_id not in known
     ]
     targets = [spec for spec in ctx.specs if options.probe_all or spec.id in before]
-    tasks = plan(targets, seed, options.k or settings.nightly.k)
-    grouped, complete = probe(
-        tasks, concurrency=settings.concurrency, cwd=ctx.cwd, progress=progress
+    part = probe_part(
+        ctx,
+        targets,
+        targets,
+        seed=options.seed,
+        k=options.k or settings.nightly.k,
+        progress=progress,
     )
-    effective = {task.spec.id: task.spec for task in tasks}
-    reports = {
-        spec.id: judge(effective[spec.id], grouped.get(spec.id, []), blocking=False)
-        for spec in targets
-    }
-    if complete and not options.dry_run:
+    reports = {spec.id: judge(spec, part.trials[spec.id], blocking=False) for spec in part.specs}
+    if part.complete and not options.dry_run:
         with ctx.edit_registry() as current:
-            events += _lifecycle(ctx, current, reports, at=started)
-    elif complete:
-        events += _lifecycle(ctx, dict(before), reports, at=started)
-    final = [_with_nightly_status(reports[spec.id], events) for spec in targets]
-    summary = summarise(final, complete).model_copy(update={"exit_code": ExitCode.OK})
+            events += _lifecycle(ctx, current, reports, at=part.started_at)
+    elif part.complete:
+        events += _lifecycle(ctx, dict(before), reports, at=part.started_at)
+    final = [_with_nightly_status(reports[spec.id], events) for spec in part.specs]
     artefact = Artefact(
-        run=RunInfo(
-            mode="nightly",
-            base_seed=seed,
-            started_at=started,
-            finished_at=ctx.clock(),
-            complete=complete,
-            git_sha=ctx.git.sha,
-            git_ref=ctx.git.ref,
-        ),
-        summary=summary,
+        run=run_info([part], mode="nightly", finished_at=part.finished_at),
+        # Nightly never blocks: whatever it found, it exits 0.
+        summary=summarise(final, part.complete).model_copy(update={"exit_code": ExitCode.OK}),
         evals=final,
     )
     report_path = options.report or ctx.cwd / settings.report
     if not options.dry_run:
-        write_report(report_path, artefact)
-        if complete:
-            ctx.history.append(rows_for(artefact))
+        keep(ctx, artefact, report_path)
     result = NightlyResult(artefact, events, report_path, dry_run=options.dry_run)
     if present is not None:
         present(result)

@@ -23,6 +23,7 @@ from firewall.pipeline.context import Context
 from firewall.pipeline.stages import Progress, conclude, plan, probe
 from firewall.policy import Status
 from firewall.runner.seeds import BaseSeed
+from firewall.spec import EvalSpec
 from firewall.store.history import rows_for
 from firewall.store.parts import Probed, load_parts
 from firewall.store.reports import write_report
@@ -89,24 +90,45 @@ def probe_to(
 
 
 def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = None) -> Probed:
-    """The probe stage: run the trials of every selected, non-quarantined eval."""
-    settings = ctx.settings
-    started = ctx.clock()
-    seed = (options.seed or BaseSeed.parse(settings.seed)).draw()
+    """The probe stage of `run` and `probe`: the selected shard, less what is quarantined."""
     quarantined = ctx.entries()
     chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
     probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
-    tasks = plan(probed, seed, options.k)
+    return probe_part(
+        ctx,
+        chosen,
+        probed,
+        seed=options.seed or BaseSeed.parse(ctx.settings.seed),
+        k=options.k,
+        shard=options.shard,
+        progress=progress,
+    )
+
+
+def probe_part(
+    ctx: Context,
+    chosen: Sequence[EvalSpec],
+    probed: Sequence[EvalSpec],
+    *,
+    seed: BaseSeed,
+    k: int | None,
+    shard: Shard | None = None,
+    progress: Progress | None = None,
+) -> Probed:
+    """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
+    started = ctx.clock()
+    base_seed = seed.draw()
+    tasks = plan(probed, base_seed, k)
     grouped, complete = probe(
-        tasks, concurrency=settings.concurrency, cwd=ctx.cwd, progress=progress
+        tasks, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
     )
     effective = {task.spec.id: task.spec for task in tasks}
     return Probed(
-        base_seed=seed,
+        base_seed=base_seed,
         started_at=started,
         finished_at=ctx.clock(),
         complete=complete,
-        shard=str(options.shard) if options.shard else None,
+        shard=str(shard) if shard else None,
         git_sha=ctx.git.sha,
         git_ref=ctx.git.ref,
         specs=[effective.get(spec.id, spec) for spec in chosen],
@@ -116,30 +138,36 @@ def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = No
 
 
 def record(ctx: Context, artefact: Artefact, options: RunOptions) -> RunResult:
-    """The files a decided run changes: the artefact, new registry entries, the history.
+    """The files a decided run changes: new registry entries, the artefact, the history.
 
     An interrupted run writes its artefact (marked incomplete) and nothing else;
     a dry run writes nothing at all.
     """
-    settings = ctx.settings
-    report_path = options.report or ctx.cwd / settings.report
+    report_path = options.report or ctx.cwd / ctx.settings.report
     fresh = [r for r in artefact.evals if r.status is Status.QUARANTINE]
     if options.dry_run:
         return RunResult(artefact, [r.id for r in fresh], report_path, dry_run=True)
-    write_report(report_path, artefact)
-    if not artefact.run.complete:
-        return RunResult(artefact, [], report_path, dry_run=False)
     added: list[str] = []
-    if fresh:
+    if fresh and artefact.run.complete:
         with ctx.edit_registry() as entries:
             for report in fresh:
                 if report.id not in entries:
                     entries[report.id] = quarantine_entry(
-                        report, settings, at=artefact.run.started_at, git_sha=artefact.run.git_sha
+                        report,
+                        ctx.settings,
+                        at=artefact.run.started_at,
+                        git_sha=artefact.run.git_sha,
                     )
                     added.append(report.id)
-    ctx.history.append(rows_for(artefact))
+    keep(ctx, artefact, report_path)
     return RunResult(artefact, added, report_path, dry_run=False)
+
+
+def keep(ctx: Context, artefact: Artefact, report_path: Path) -> None:
+    """Write the artefact, and the history rows of a run that completed."""
+    write_report(report_path, artefact)
+    if artefact.run.complete:
+        ctx.history.append(rows_for(artefact))
 
 
 def _finish(

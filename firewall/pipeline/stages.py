@@ -201,18 +201,25 @@ def conclude(
                 report = report.model_copy(update={"status": Status.QUARANTINED})
             reports.append(report)
     complete = all(part.complete for part in parts)
-    first = parts[0]
     return Artefact(
-        run=RunInfo(
-            mode=mode,
-            base_seed=first.base_seed,
-            started_at=min(p.started_at for p in parts),
-            finished_at=finished_at,
-            complete=complete,
-            shard=first.shard if len(parts) == 1 else None,
-            git_sha=first.git_sha,
-            git_ref=first.git_ref,
-        ),
+        run=run_info(parts, mode=mode, finished_at=finished_at),
         summary=summarise(reports, complete),
         evals=reports,
+    )
+
+
+def run_info(
+    parts: Sequence[Probed], *, mode: Literal["run", "gate", "nightly"], finished_at: dt.datetime
+) -> RunInfo:
+    """What the artefact says of the run: mode, seed, times, commit, completeness, shard."""
+    first = parts[0]
+    return RunInfo(
+        mode=mode,
+        base_seed=first.base_seed,
+        started_at=min(p.started_at for p in parts),
+        finished_at=finished_at,
+        complete=all(part.complete for part in parts),
+        shard=first.shard if len(parts) == 1 else None,
+        git_sha=first.git_sha,
+        git_ref=first.git_ref,
     )
