@@ -37,14 +37,7 @@ def selection_options(fn: F) -> F:
 
 def output_options(fn: F) -> F:
     """--report, --no-issues and --format: where a deciding command's results go."""
-    fn = click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["table", "json"]),
-        default="table",
-        show_default=True,
-        help="table for people, json (the artefact) for scripts.",
-    )(fn)
+    fn = format_option("table for people, json (the artefact) for scripts.")(fn)
     fn = click.option("--no-issues", is_flag=True, help="Open, update or close no GitHub issue.")(
         fn
     )
@@ -105,12 +98,12 @@ def k_option(help: str = "Trials per eval, overriding the config.") -> Callable[
     return click.option("--k", type=click.IntRange(min=3), help=help)
 
 
-def format_option(fn: F) -> F:
+def format_option(help: str = "table for people, json for scripts.") -> Callable[[F], F]:
     return click.option(
         "--format",
         "fmt",
         type=click.Choice(["table", "json"]),
         default="table",
         show_default=True,
-        help="table for people, json for scripts.",
-    )(fn)
+        help=help,
+    )

@@ -17,7 +17,7 @@ from firewall.text import columns, number
 @click.command(name="list")
 @selection_options
 @config_option
-@format_option
+@format_option()
 def list_evals(
     ids: tuple[str, ...], tags: tuple[str, ...], config_path: Path | None, fmt: str
 ) -> None:

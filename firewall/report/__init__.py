@@ -1,1 +1,1 @@
-"""Reports: the JSON artefact and its renderings."""
+"""Every rendering of a run: terminal, Markdown, HTML, JUnit, the status view, calibration."""
