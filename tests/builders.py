@@ -1,20 +1,34 @@
-"""Shared builders for the tests: specs, trial records and eval files, with sane defaults."""
+"""Shared builders for the tests: specs, trial records, eval files, decided evals and
+artefacts, with sane defaults.
+
+The report and artefact builders make what a renderer reads directly, without
+running the policy or the pipeline: a rendering test says what the decision was
+(status, reason, checks, hints...) instead of depending on how it is reached.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from firewall.artefact import EvalReport
+from pydantic import JsonValue
+
+from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.config import Budgets
-from firewall.policy import Status
+from firewall.diagnostics import CaseFlip, Cause, Hint, ValueCount
+from firewall.errors import ExitCode
+from firewall.policy import Check, Status
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec, Source
 from firewall.stats import Stats
 
 DEFAULT_THRESHOLD = 0.8
+STARTED = dt.datetime(2026, 11, 29, 21, 0, tzinfo=dt.timezone.utc)
+"""When a built artefact's run started; it finished 42 seconds later."""
 
 
 def make_spec(**overrides: Any) -> EvalSpec:
@@ -108,3 +122,93 @@ def make_report(eval_id: str, status: Status, **overrides: Any) -> EvalReport:
     }
     fields.update(overrides)
     return EvalReport(**fields)
+
+
+def make_check(name: str, actual: str, allowed: str, *, ok: bool = True) -> Check:
+    """One rule as it ran, e.g. ``make_check("median", "0.61", ">= 0.8", ok=False)``."""
+    return Check(name=name, ok=ok, actual=actual, allowed=allowed)
+
+
+def check_named(checks: Iterable[Check], name: str) -> Check:
+    """The one check called ``name``; fails, naming the checks there are, if there is
+    none or more than one."""
+    checks = list(checks)
+    found = [check for check in checks if check.name == name]
+    if len(found) != 1:
+        names = [check.name for check in checks]
+        raise AssertionError(
+            f"expected exactly one check named {name!r}, found {len(found)} in {names}"
+        )
+    return found[0]
+
+
+def make_hint(kind: Cause, cause: str, evidence: str, *, weight: float = 0.5) -> Hint:
+    """A likely cause as the diagnostics would state it."""
+    return Hint(kind=kind, cause=cause, evidence=evidence, weight=weight)
+
+
+def make_flip(case: str, passes: int, trials: int) -> CaseFlip:
+    """A case that passed in ``passes`` of ``trials`` trials."""
+    return CaseFlip(case=case, pass_rate=passes / trials, passes=passes, trials=trials)
+
+
+def drifting_field(name: str, *values: tuple[JsonValue, int]) -> dict[str, Any]:
+    """The ``drift`` and ``distributions`` overrides of ``make_report`` for one output field.
+
+    ``values`` are (value, trials that returned it) pairs, most common first; the
+    drift is the share of trials that disagree with the most common value. Use as
+    ``make_report(..., **drifting_field("category", ("refund", 4), ("billing", 3)))``.
+    """
+    total = sum(count for _, count in values)
+    top = max(count for _, count in values)
+    distribution = [
+        ValueCount(value=value, display=json.dumps(value), count=count) for value, count in values
+    ]
+    return {"drift": {name: 1 - top / total}, "distributions": {name: distribution}}
+
+
+def exit_code_of(reports: Sequence[EvalReport], *, complete: bool = True) -> ExitCode:
+    """The exit code a run of these reports makes (contract §5), restated for the tests."""
+    blocking = {report.status for report in reports if report.blocking}
+    if not complete:
+        return ExitCode.INTERRUPTED
+    if Status.FAIL in blocking:
+        return ExitCode.FAIL
+    if Status.ERROR in blocking:
+        return ExitCode.ERROR
+    return ExitCode.OK
+
+
+def make_artefact(
+    *reports: EvalReport,
+    complete: bool = True,
+    exit_code: int | None = None,
+    **run: Any,
+) -> Artefact:
+    """A decided run of ``reports``: the summary counts them by status, and the exit code
+    is ``exit_code_of`` the reports unless given (a test of the title may want another).
+
+    ``run`` overrides fields of the run (mode, base_seed, git_sha, finished_at...).
+    """
+    fields: dict[str, Any] = {
+        "mode": "run",
+        "base_seed": 20261129,
+        "started_at": STARTED,
+        "finished_at": STARTED + dt.timedelta(seconds=42),
+        "complete": complete,
+        "git_sha": "0123456789abcdef",
+        "git_ref": "refs/heads/main",
+    }
+    fields.update(run)
+    counts = {status: sum(r.status is status for r in reports) for status in Status}
+    summary = Summary(
+        **{"pass": counts[Status.PASS]},
+        fail=counts[Status.FAIL],
+        quarantine=counts[Status.QUARANTINE],
+        quarantined=counts[Status.QUARANTINED],
+        error=counts[Status.ERROR],
+        exit_code=(
+            exit_code_of(reports, complete=complete) if exit_code is None else ExitCode(exit_code)
+        ),
+    )
+    return Artefact(run=RunInfo(**fields), summary=summary, evals=list(reports))

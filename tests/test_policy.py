@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from builders import error_trial, make_spec, trial, trials, with_metrics
+from builders import check_named, error_trial, make_spec, trial, trials, with_metrics
 
 from firewall.diagnostics import format_check
 from firewall.policy import Decision, Status, decide
@@ -29,6 +29,16 @@ def check_names(decision: Decision) -> list[str]:
     return [check.name for check in decision.checks]
 
 
+def assert_decided_by(decision: Decision, name: str) -> None:
+    """The check called ``name`` failed, and it is the rule that decided: no other check
+    failed, and none was recorded after it (first match wins, so no later rule ran)."""
+    deciding = check_named(decision.checks, name)
+    assert not deciding.ok
+    assert [check.name for check in decision.checks if not check.ok] == [name]
+    # Positional on purpose: that the deciding rule is the last one recorded is the point.
+    assert decision.checks[-1] == deciding
+
+
 # --- row 1: error -----------------------------------------------------------------
 
 
@@ -43,7 +53,8 @@ def test_error_when_more_trials_errored_than_max_errors() -> None:
     assert "max_errors 0" in decision.reason
     assert "judge timed out" in decision.reason  # the first error, so the log says why
     assert_one_line(decision)
-    assert decision.checks[0].name == "errors" and not decision.checks[0].ok
+    assert_decided_by(decision, "errors")
+    assert check_names(decision) == ["errors"]  # the first rule decided: nothing else ran
 
 
 def test_exactly_max_errors_errored_trials_are_tolerated() -> None:
@@ -56,7 +67,7 @@ def test_exactly_max_errors_errored_trials_are_tolerated() -> None:
     assert decision.status is Status.PASS
     assert decision.stats.errors == 2
     assert decision.stats.median == pytest.approx(0.92)  # over the trials that scored
-    assert decision.checks[0].name == "errors" and decision.checks[0].ok
+    assert check_named(decision.checks, "errors").ok
 
 
 def test_error_outranks_a_violation() -> None:
@@ -102,7 +113,7 @@ def test_any_violation_fails_even_with_perfect_scores() -> None:
     assert "pii-in-reply" in decision.reason
     assert "trial 4" in decision.reason and "4321" in decision.reason
     assert_one_line(decision)
-    assert not decision.checks[-1].ok and decision.checks[-1].name == "violations"
+    assert_decided_by(decision, "violations")
 
 
 def test_violation_outranks_quarantine() -> None:
@@ -144,7 +155,7 @@ def test_quarantine_when_iqr_exceeds_flakiness() -> None:
     assert "iqr 0.3" in decision.reason and "0.03" in decision.reason
     assert "median 0.7" in decision.reason and "k=7" in decision.reason
     assert_one_line(decision)
-    assert decision.checks[-1].name == "iqr" and not decision.checks[-1].ok
+    assert_decided_by(decision, "iqr")
 
 
 def test_quarantine_outranks_a_median_below_threshold() -> None:
@@ -185,7 +196,7 @@ def test_quarantine_when_one_trial_collapses_below_the_fence() -> None:
     assert "0.83" in decision.reason  # the fence: q1 0.92 - 3 x max(0, 0.03)
     assert "trial 6" in decision.reason
     assert_one_line(decision)
-    assert decision.checks[-1].name == "collapse fence" and not decision.checks[-1].ok
+    assert_decided_by(decision, "collapse fence")
 
 
 def test_outlier_fence_zero_turns_the_collapse_rule_off() -> None:
@@ -243,7 +254,7 @@ def test_fail_when_a_stable_median_is_below_threshold() -> None:
 
     assert decision.status is Status.FAIL
     assert decision.reason == "median 0.61 < threshold 0.85 (iqr 0.01, k=7)"
-    assert decision.checks[-1].name == "median" and not decision.checks[-1].ok
+    assert_decided_by(decision, "median")
 
 
 def test_median_equal_to_threshold_up_to_float_error_passes() -> None:
@@ -274,13 +285,14 @@ def test_fail_when_wilson_lower_bound_is_below_min_pass_rate() -> None:
     assert "27/30" in decision.reason
     assert "0.744" in decision.reason and "0.75" in decision.reason and "0.95" in decision.reason
     assert_one_line(decision)
-    assert decision.checks[-1].name == "wilson lower bound" and not decision.checks[-1].ok
+    assert_decided_by(decision, "wilson lower bound")
 
 
 def test_pass_when_wilson_lower_bound_reaches_min_pass_rate() -> None:
     decision = decide(make_spec(k=30, min_pass_rate=0.74), binary(27, 3))
 
     assert decision.status is Status.PASS
+    # Pins the checklist and its order: the rules run in the contract's order (§4).
     assert check_names(decision) == ["errors", "violations", "median", "wilson lower bound"]
     assert all(check.ok for check in decision.checks)
 
@@ -320,6 +332,11 @@ def test_wilson_fail_outranks_budgets() -> None:
 # --- row 6: budgets ---------------------------------------------------------------
 
 LATENCIES = [100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0]  # p95 (linear) = 670
+BUDGET_CHECKS = {
+    "p95_latency_ms": "p95 latency",
+    "mean_tokens": "mean tokens",
+    "mean_cost_usd": "mean cost",
+}  # the name of each budget's check
 
 
 @pytest.mark.parametrize(
@@ -347,7 +364,7 @@ def test_fail_when_a_budget_is_exceeded(
     assert "budget" in decision.reason
     assert shown in decision.reason and f"{limit:g}" in decision.reason
     assert_one_line(decision)
-    assert not decision.checks[-1].ok
+    assert_decided_by(decision, BUDGET_CHECKS[budget])
 
 
 def test_p95_latency_is_the_linear_95th_percentile() -> None:
@@ -366,6 +383,7 @@ def test_budgets_within_limits_pass_and_are_checked() -> None:
     decision = decide(spec, records)
 
     assert decision.status is Status.PASS
+    # Pins the order: the budgets are checked last, in this order.
     assert check_names(decision)[-3:] == ["p95 latency", "mean tokens", "mean cost"]
     assert all(check.ok for check in decision.checks)
 
@@ -390,6 +408,7 @@ def test_pass_otherwise_with_the_numbers_in_the_reason() -> None:
 
     assert decision.status is Status.PASS
     assert decision.reason == "median 0.92 >= threshold 0.8 (iqr 0.01, k=7)"
+    # Pins the checklist and its order: the rules run in the contract's order (§4).
     assert check_names(decision) == ["errors", "violations", "iqr", "collapse fence", "median"]
     assert all(check.ok for check in decision.checks)
 
@@ -397,7 +416,7 @@ def test_pass_otherwise_with_the_numbers_in_the_reason() -> None:
 def test_checks_show_actual_against_allowed() -> None:
     decision = decide(make_spec(flakiness=0.03), trials(SCATTERED))
 
-    iqr_check = next(check for check in decision.checks if check.name == "iqr")
+    iqr_check = check_named(decision.checks, "iqr")
     assert iqr_check.actual == "0.3" and iqr_check.allowed == "<= 0.03"
     assert format_check(iqr_check) == "FAIL iqr 0.3 > 0.03"
 

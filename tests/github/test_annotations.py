@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from pathlib import Path
 
 import pytest
-from builders import make_report
+from builders import make_artefact, make_report
 
-from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
-from firewall.github import annotations
+from firewall.github import annotations as github_annotations
 from firewall.github.annotations import (
     annotation,
     annotations_for,
@@ -26,12 +24,7 @@ KNOWN = ("::error", "::warning", "::notice")
 
 
 report = make_report
-
-
-def artefact(*reports: EvalReport) -> Artefact:
-    started = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    run = RunInfo(mode="run", base_seed=1, started_at=started)
-    return Artefact(run=run, summary=Summary(), evals=list(reports))
+artefact = make_artefact
 
 
 def unescape(text: str) -> str:
@@ -95,7 +88,9 @@ def test_escape_property_matches_the_toolkit() -> None:
         ("notice", "\r\nnotice\n", "::notice::%0D%0Anotice%0A"),
     ],
 )
-def test_annotation_matches_the_toolkit(kind: annotations.Kind, message: str, line: str) -> None:
+def test_annotation_matches_the_toolkit(
+    kind: github_annotations.Kind, message: str, line: str
+) -> None:
     assert annotation(kind, message) == line
 
 
@@ -253,7 +248,7 @@ def test_nothing_in_a_reason_becomes_a_workflow_command(reason: str) -> None:
     # The reason survives as data: the runner's unescaping gives it back.
     _, props, message = parse(lines[0])
     assert props["title"] == "FAIL blocking"
-    assert message == reason.translate(annotations._OTHER_BREAKS)
+    assert message == reason.translate(github_annotations._OTHER_BREAKS)
 
 
 def test_an_eval_id_cannot_break_out_of_the_title() -> None:
@@ -266,7 +261,7 @@ def test_an_eval_id_cannot_break_out_of_the_title() -> None:
 def test_a_huge_reason_is_cut() -> None:
     run = artefact(report("big", Status.FAIL, reason="x" * 100_000))
     message = parse(annotations_for(run)[0])[2]
-    assert message == "x" * annotations.MESSAGE_LIMIT + "..."
+    assert message == "x" * github_annotations.MESSAGE_LIMIT + "..."
 
 
 def runner_commands(output: str) -> list[str]:

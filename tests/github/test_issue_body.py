@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 
-from builders import make_spec
+from builders import drifting_field, make_check, make_flip, make_hint, make_report, make_spec
 
+from firewall.artefact import EvalReport
+from firewall.diagnostics import Cause
 from firewall.github.issues import IssueContext, render_body
 from firewall.lifecycle import Entry
 from firewall.pipeline.stages import judge
+from firewall.policy import Status
 from firewall.runner.trial import TrialRecord
+from firewall.stats import Stats
 
 AT = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
+SCORES = [0.95, 0.5, 0.96, 0.52, 0.94, 0.51, 0.97]  # two groups: median 0.94, iqr 0.44
 
 
 def trial(index: int, score: float, *, category: str, flip: float) -> TrialRecord:
@@ -25,18 +30,69 @@ def trial(index: int, score: float, *, category: str, flip: float) -> TrialRecor
     )
 
 
-def test_body_names_causes_checks_flipping_cases_and_drift() -> None:
-    scores = [0.95, 0.5, 0.96, 0.52, 0.94, 0.51, 0.97]
-    trials = [
+def bimodal_trials() -> list[TrialRecord]:
+    """The high scorers say "billing" and pass case-flip; the low ones say "refund" and fail it."""
+    return [
         trial(i, s, category="billing" if s > 0.9 else "refund", flip=float(s > 0.9))
-        for i, s in enumerate(scores)
+        for i, s in enumerate(SCORES)
     ]
-    report = judge(make_spec(id="tone", k=7), trials)
-    assert report.status.value == "quarantine"
+
+
+def body_of(report: EvalReport) -> str:
     entry = Entry(since=AT, source="auto", reason=report.reason, median=0.94, iqr=0.44, k=7)
-    body = render_body(
-        "tone", IssueContext(report=report, entry=entry, replay="firewall replay tone --seed 1001")
+    context = IssueContext(report=report, entry=entry, replay="firewall replay tone --seed 1001")
+    return render_body("tone", context)
+
+
+def test_body_names_causes_checks_flipping_cases_and_drift() -> None:
+    report = make_report(
+        "tone",
+        Status.QUARANTINE,
+        reason="iqr 0.44 > flakiness 0.03 (median 0.94, k=7)",
+        threshold=0.8,
+        stats=Stats(median=0.94, iqr=0.44, pass_rate=4 / 7),
+        trials=bimodal_trials(),
+        checks=[
+            make_check("errors", "0", "<= 0"),
+            make_check("violations", "0", "0"),
+            make_check("iqr", "0.44", "<= 0.03", ok=False),
+        ],
+        hints=[
+            make_hint(
+                Cause.BIMODAL,
+                "two behaviours, not noise: the trials split into two groups",
+                "3 trials scored 0.5-0.52, 4 scored 0.94-0.97",
+            ),
+            make_hint(
+                Cause.SAMPLING,
+                "sampling randomness: the output itself varies (temperature, top_p, unpinned seed)",
+                '1 of 1 output fields drift: category 0.429 ("billing" x4, "refund" x3)',
+                weight=0.4,
+            ),
+        ],
+        flips=[make_flip("case-flip", 4, 7)],
+        **drifting_field("category", ("billing", 4), ("refund", 3)),
     )
+    body = body_of(report)
+    causes = body.split("### Likely causes", 1)[1].split("###", 1)[0]
+    assert "two behaviours, not noise" in causes and "sampling randomness" in causes
+    assert "FAIL iqr" in body and "ok   errors 0 <= 0" in body
+    assert "case-flip passed 4/7" in body
+    drifting = body.split("### Drifting output fields", 1)[1].split("###", 1)[0]
+    assert 'category 0.429 ("billing" x4, "refund" x3)' in drifting
+    assert "@everyone" not in body, "an item id cannot ping anyone"
+
+
+def test_integration_a_judged_quarantine_explains_itself_in_the_issue_body() -> None:
+    """Integration on purpose: judge() -> render_body, with no hint, flip or drift given.
+
+    The test above renders findings it was handed; this one checks that the
+    decision of a bimodal probe really comes with them (judge attaches the
+    diagnostics to a quarantine) and that the body shows what diagnose() found.
+    """
+    report = judge(make_spec(id="tone", k=7), bimodal_trials())
+    assert report.status is Status.QUARANTINE
+    body = body_of(report)
     causes = body.split("### Likely causes", 1)[1].split("###", 1)[0]
     assert "two behaviours, not noise" in causes and "sampling randomness" in causes
     assert "FAIL iqr" in body and "ok   errors 0 <= 0" in body

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from pathlib import Path
 
 import pytest
-from builders import make_report
+from builders import make_artefact, make_check, make_report, trials, with_metrics
 
-from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.github.summary import append_summary
 from firewall.policy import Status
 from firewall.report.markdown import SUMMARY_LIMIT, cell, render_summary
@@ -20,18 +18,8 @@ UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
 report = make_report
-
-
-def artefact(*reports: EvalReport, exit_code: int = 0, complete: bool = True) -> Artefact:
-    run = RunInfo(
-        mode="run",
-        base_seed=20261129,
-        started_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
-        complete=complete,
-        git_sha="0123456789abcdef",
-    )
-    counts = {s.value: sum(r.status is s for r in reports) for s in Status}
-    return Artefact(run=run, summary=Summary(exit_code=exit_code, **counts), evals=list(reports))
+# The summary counts the reports; the exit code follows them unless a test gives its own.
+artefact = make_artefact
 
 
 def table_rows(markdown: str) -> list[list[str]]:
@@ -225,22 +213,36 @@ def test_append_summary_adds_to_the_file(tmp_path: Path) -> None:
 
 
 def test_usage_is_shown_without_budgets_and_failures_list_their_checks() -> None:
-    from builders import make_spec
-
-    from firewall.pipeline.stages import judge
-    from firewall.runner.trial import TrialRecord
-
-    trials = [
-        TrialRecord(
-            index=i,
-            seed=i,
-            score=0.5,
-            passed=False,
-            metrics={"latency_ms": 100.0 * (i + 1), "tokens": 400.0, "cost_usd": 0.002},
-        )
-        for i in range(7)
-    ]
-    failing = judge(make_spec(id="slowpoke", k=7), trials)
+    records = with_metrics(
+        trials([0.5] * 7),
+        latency_ms=[100.0 * (i + 1) for i in range(7)],
+        tokens=[400.0] * 7,
+        cost_usd=[0.002] * 7,
+    )
+    failing = report(
+        "slowpoke",
+        Status.FAIL,
+        reason="median 0.5 < threshold 0.8 (iqr 0, k=7)",
+        threshold=0.8,
+        # No budgets were set, yet the usage is measured: p50 and p95 of 100..700 ms.
+        stats=Stats(
+            median=0.5,
+            iqr=0.0,
+            pass_rate=0.0,
+            p50_latency_ms=400.0,
+            p95_latency_ms=670.0,
+            mean_tokens=400.0,
+            mean_cost_usd=0.002,
+        ),
+        trials=records,
+        checks=[
+            make_check("errors", "0", "<= 0"),
+            make_check("violations", "0", "0"),
+            make_check("iqr", "0", "<= 0.03"),
+            make_check("collapse fence", "min 0.5", ">= 0.41"),
+            make_check("median", "0.5", ">= 0.8", ok=False),
+        ],
+    )
     markdown = render_summary(artefact(failing, exit_code=1))
     (row,) = table_rows(markdown)
     assert row[7] == "p50 400 ms, p95 670 ms, 400 tokens, $0.002"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -10,75 +9,182 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from builders import error_trial, make_spec, trial, trials
+from builders import (
+    drifting_field,
+    error_trial,
+    make_artefact,
+    make_check,
+    make_flip,
+    make_hint,
+    make_report,
+    trial,
+    trials,
+)
 from click.testing import CliRunner, Result
 
-from firewall.artefact import Artefact, EvalReport, RunInfo
+from firewall.artefact import Artefact, EvalReport
 from firewall.cli import main
-from firewall.lifecycle import Entry
-from firewall.pipeline.stages import judge, skipped, summarise
+from firewall.diagnostics import Cause
+from firewall.policy import Check, Status
 from firewall.report.html import render_html
 from firewall.report.junit import render_junit
 from firewall.report.markdown import render_summary
+from firewall.stats import Stats
 from firewall.store.reports import load_report, write_report
 
-STARTED = dt.datetime(2026, 11, 29, 21, 0, tzinfo=dt.timezone.utc)
 HOSTILE = 'judge said ]]> <b>&amp; "quoted" \x00nul \x1b[31mred\x1b[0m\n::error::forged'
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
 
+# The checks that held, as a stable eval's checklist starts; each report adds its own.
+NO_ERRORS = make_check("errors", "0", "<= 0")
+NO_VIOLATIONS = make_check("violations", "0", "0")
 
-def make_artefact(*reports: EvalReport, complete: bool = True) -> Artefact:
-    return Artefact(
-        run=RunInfo(
-            mode="run",
-            base_seed=20261129,
-            started_at=STARTED,
-            finished_at=STARTED + dt.timedelta(seconds=42),
-            complete=complete,
-            git_sha="0123456789abcdef",
-            git_ref="refs/heads/main",
-        ),
-        summary=summarise(reports, complete),
-        evals=list(reports),
-    )
+
+def report(eval_id: str, status: Status, **overrides: object) -> EvalReport:
+    """``make_report`` with the threshold of the reasons and checks below, 0.8."""
+    return make_report(eval_id, status, **{"threshold": 0.8, **overrides})
+
+
+def held_up_to_median(median: str, *, iqr: str = "0", fence: str) -> list[Check]:
+    """The checklist of a stable eval that reached the median rule with ``median``."""
+    return [
+        NO_ERRORS,
+        NO_VIOLATIONS,
+        make_check("iqr", iqr, "<= 0.03"),
+        make_check("collapse fence", f"min {median}", f">= {fence}"),
+    ]
 
 
 def every_kind() -> Artefact:
-    """One eval of each outcome the JUnit mapping distinguishes."""
-    entry = Entry(since=STARTED, source="manual", reason="flaky judge")
-    return make_artefact(
-        judge(make_spec(id="steady"), trials([0.9] * 7)),
-        judge(make_spec(id="regressed"), trials([0.61, 0.6, 0.62, 0.61, 0.6, 0.61, 0.62])),
-        judge(
-            make_spec(id="outage"), [error_trial("judge returned 503", index=i) for i in range(7)]
-        ),
-        judge(
-            make_spec(id="wobbly"),
-            [
-                trial(
-                    score,
-                    index=i,
-                    fields={"category": "billing" if i % 2 else "refund"},
-                    items={"case-7": float(i % 2), "case-8": 1.0},
-                )
-                for i, score in enumerate([0.1, 0.9, 0.3, 0.8, 0.2, 0.95, 0.5])
-            ],
-        ),
-        skipped(make_spec(id="held"), entry),
-        judge(make_spec(id="advisory", blocking=False), trials([0.5] * 7)),
+    """One eval of each outcome the JUnit mapping distinguishes, built as the artefact holds it."""
+    steady = report(
+        "steady",
+        Status.PASS,
+        reason="median 0.9 >= threshold 0.8 (iqr 0, k=7)",
+        stats=Stats(median=0.9, iqr=0.0, pass_rate=1.0),
+        trials=trials([0.9] * 7),
+        checks=[*held_up_to_median("0.9", fence="0.81"), make_check("median", "0.9", ">= 0.8")],
+    )
+    regressed = report(
+        "regressed",
+        Status.FAIL,
+        reason="median 0.61 < threshold 0.8 (iqr 0.01, k=7)",
+        stats=Stats(median=0.61, iqr=0.01, pass_rate=0.0),
+        trials=trials([0.61, 0.6, 0.62, 0.61, 0.6, 0.61, 0.62]),
+        checks=[
+            *held_up_to_median("0.6", iqr="0.01", fence="0.515"),
+            make_check("median", "0.61", ">= 0.8", ok=False),
+        ],
+    )
+    outage = report(
+        "outage",
+        Status.ERROR,
+        reason="7 of 7 trials errored (max_errors 0); trial 0 (seed 1000): judge returned 503",
+        stats=Stats(errors=7),
+        trials=[error_trial("judge returned 503", index=i) for i in range(7)],
+        checks=[make_check("errors", "7", "<= 0", ok=False)],
+        hints=[
+            make_hint(
+                Cause.ERRORS,
+                "an external dependency failing (errors, never low scores)",
+                "7 of 7 trials errored; first, trial 0: judge returned 503",
+                weight=1.0,
+            )
+        ],
+    )
+    wobbly = report(
+        "wobbly",
+        Status.QUARANTINE,
+        reason="iqr 0.6 > flakiness 0.03 (median 0.5, k=7)",
+        stats=Stats(median=0.5, iqr=0.6, pass_rate=3 / 7),
+        trials=[
+            trial(
+                score,
+                index=i,
+                fields={"category": "billing" if i % 2 else "refund"},
+                items={"case-7": float(i % 2), "case-8": 1.0},
+            )
+            for i, score in enumerate([0.1, 0.9, 0.3, 0.8, 0.2, 0.95, 0.5])
+        ],
+        checks=[NO_ERRORS, NO_VIOLATIONS, make_check("iqr", "0.6", "<= 0.03", ok=False)],
+        **drifting_field("category", ("refund", 4), ("billing", 3)),
+        flips=[make_flip("case-7", 3, 7)],
+        hints=[
+            make_hint(
+                Cause.SAMPLING,
+                "sampling randomness: the output itself varies (temperature, top_p, unpinned seed)",
+                '1 of 1 output fields drift: category 0.429 ("refund" x4, "billing" x3)',
+                weight=0.4,
+            )
+        ],
+    )
+    held = report(
+        "held",
+        Status.QUARANTINED,
+        blocking=False,
+        reason="in quarantine since 2026-11-29: flaky judge",
+        stats=Stats(),
+    )
+    advisory = report(
+        "advisory",
+        Status.FAIL,
+        blocking=False,
+        reason="median 0.5 < threshold 0.8 (iqr 0, k=7)",
+        stats=Stats(median=0.5, iqr=0.0, pass_rate=0.0),
+        trials=trials([0.5] * 7),
+        checks=[
+            *held_up_to_median("0.5", fence="0.41"),
+            make_check("median", "0.5", ">= 0.8", ok=False),
+        ],
+    )
+    return make_artefact(steady, regressed, outage, wobbly, held, advisory)
+
+
+def interrupted() -> EvalReport:
+    """An eval the run stopped after 3 of its 7 trials."""
+    return report(
+        "cut",
+        Status.ERROR,
+        reason="interrupted after 3 of 7 trials",
+        k=7,
+        stats=Stats(errors=4),
+        trials=trials([0.9] * 3),
     )
 
 
 def hostile_artefact() -> Artefact:
     """Eval text that tries to break out of XML, HTML, Markdown and the GitHub log."""
-    violated = [
-        trial(0.9, index=i, violations=[IMG]) if i == 2 else trial(0.9, index=i) for i in range(7)
-    ]
-    return make_artefact(
-        judge(make_spec(id="errors"), [error_trial(HOSTILE + SCRIPT, index=i) for i in range(7)]),
-        judge(make_spec(id=SCRIPT), violated),
+    # A reason is one line, with the trial error's line breaks shown as " | ";
+    # the trial errors and the hint's evidence keep theirs.
+    errors = report(
+        "errors",
+        Status.ERROR,
+        reason="7 of 7 trials errored (max_errors 0); trial 0 (seed 1000): "
+        + (HOSTILE + SCRIPT).replace("\n", " | "),
+        stats=Stats(errors=7),
+        trials=[error_trial(HOSTILE + SCRIPT, index=i) for i in range(7)],
+        checks=[make_check("errors", "7", "<= 0", ok=False)],
+        hints=[
+            make_hint(
+                Cause.ERRORS,
+                "an external dependency failing (errors, never low scores)",
+                f"7 of 7 trials errored; first, trial 0: {HOSTILE}{SCRIPT}",
+            )
+        ],
     )
+    violated = report(
+        SCRIPT,
+        Status.FAIL,
+        reason=f"violation {IMG} in trial 2 (seed 1002)",
+        stats=Stats(median=0.9, iqr=0.0, pass_rate=1.0),
+        trials=[
+            trial(0.9, index=i, violations=[IMG]) if i == 2 else trial(0.9, index=i)
+            for i in range(7)
+        ],
+        checks=[NO_ERRORS, make_check("violations", IMG, "none", ok=False)],
+    )
+    return make_artefact(errors, violated)
 
 
 def parse_junit(text: str) -> ET.Element:
@@ -146,12 +252,13 @@ def test_junit_skipped_messages_say_why_it_did_not_block() -> None:
 
 def test_junit_times_and_run_properties() -> None:
     suite = parse_junit(render_junit(every_kind()))
+    # make_artefact's run starts at builders.STARTED, 2026-11-29 21:00 UTC, and takes 42 s.
     assert suite.get("time") == "42.000" and suite.get("timestamp") == "2026-11-29T21:00:00Z"
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert properties["base_seed"] == "20261129" and properties["exit_code"] == "1"
     assert properties["git_sha"] == "0123456789abcdef" and properties["complete"] == "true"
     assert "shard" not in properties  # unknown values are left out, not written as "None"
-    timed = judge(make_spec(id="slow", k=3), trials([0.9] * 3, duration_s=1.25))
+    timed = report("slow", Status.PASS, k=3, trials=trials([0.9] * 3, duration_s=1.25))
     case = cases(parse_junit(render_junit(make_artefact(timed))))["slow"]
     assert case.get("time") == "3.750"  # the trials' own time, summed
 
@@ -173,8 +280,7 @@ def test_junit_survives_hostile_eval_text() -> None:
 
 
 def test_junit_of_an_interrupted_run() -> None:
-    cut_short = judge(make_spec(id="cut", k=7), trials([0.9] * 3))
-    suite = parse_junit(render_junit(make_artefact(cut_short, complete=False)))
+    suite = parse_junit(render_junit(make_artefact(interrupted(), complete=False)))
     error = cases(suite)["cut"].find("error")
     assert error is not None and error.get("message") == "interrupted after 3 of 7 trials"
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
@@ -271,8 +377,7 @@ def test_html_shows_table_details_and_trials() -> None:
 
 
 def test_html_marks_an_interrupted_run() -> None:
-    cut_short = judge(make_spec(id="cut", k=7), trials([0.9] * 3))
-    text = "".join(parse_page(render_html(make_artefact(cut_short, complete=False))).text)
+    text = "".join(parse_page(render_html(make_artefact(interrupted(), complete=False))).text)
     assert "interrupted" in text and "incomplete" in text
 
 
