@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders import make_report
+from builders import make_artefact, make_report
 
-from firewall.artefact import Artefact, RunInfo
-from firewall.pipeline.stages import summarise
+from firewall.artefact import Artefact
 from firewall.policy import Status
 from firewall.report.terminal import closing_lines, table
-from firewall.timeutil import now
 
 
 def test_table_marks_non_blocking_failures_and_hides_numbers_of_errors() -> None:
@@ -38,12 +36,7 @@ def test_table_columns_line_up_and_the_reason_is_not_padded() -> None:
 
 
 def artefact_with(*statuses: Status) -> Artefact:
-    reports = [make_report(f"e{i}", status) for i, status in enumerate(statuses)]
-    return Artefact(
-        run=RunInfo(mode="run", base_seed=7, started_at=now(), complete=True),
-        summary=summarise(reports, True),
-        evals=reports,
-    )
+    return make_artefact(*(make_report(f"e{i}", status) for i, status in enumerate(statuses)))
 
 
 def test_a_dry_run_says_what_it_would_add_and_that_no_file_changed() -> None:

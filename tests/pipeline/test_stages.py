@@ -1,0 +1,56 @@
+"""The stages alone: the plan's seeds and k, and the exit code the summary makes."""
+
+from __future__ import annotations
+
+import pytest
+from builders import make_report, make_spec
+
+from firewall.errors import ExitCode
+from firewall.pipeline.stages import plan, summarise
+from firewall.policy import Status
+from firewall.runner.seeds import trial_seed
+
+
+@pytest.mark.parametrize(
+    ("statuses", "complete", "expected"),
+    [
+        ([Status.PASS, Status.QUARANTINE, Status.QUARANTINED], True, ExitCode.OK),
+        ([Status.PASS, Status.FAIL, Status.ERROR], True, ExitCode.FAIL),
+        ([Status.PASS, Status.ERROR], True, ExitCode.ERROR),
+        ([Status.FAIL], False, ExitCode.INTERRUPTED),
+        ([], True, ExitCode.OK),
+    ],
+)
+def test_the_exit_code_follows_the_worst_blocking_status(
+    statuses: list[Status], complete: bool, expected: ExitCode
+) -> None:
+    reports = [make_report(f"e{i}", status) for i, status in enumerate(statuses)]
+    assert summarise(reports, complete).exit_code is expected
+
+
+def test_non_blocking_failures_and_errors_do_not_set_the_exit_code() -> None:
+    reports = [
+        make_report("advisory", Status.FAIL, blocking=False),
+        make_report("judge", Status.ERROR, blocking=False),
+    ]
+    summary = summarise(reports, True)
+    assert summary.exit_code is ExitCode.OK
+    assert (summary.pass_, summary.fail, summary.error) == (0, 1, 1)
+
+
+def test_the_plan_derives_every_seed_and_applies_a_k_override() -> None:
+    specs = [make_spec(id="a", k=3), make_spec(id="b", k=5)]
+    assert [(t.spec.id, t.index) for t in plan(specs, 7, None)] == [
+        ("a", 0),
+        ("a", 1),
+        ("a", 2),
+        ("b", 0),
+        ("b", 1),
+        ("b", 2),
+        ("b", 3),
+        ("b", 4),
+    ]
+    overridden = plan(specs, 7, 4)
+    assert len(overridden) == 8 and {t.k for t in overridden} == {4}
+    assert {t.spec.k for t in overridden} == {4}
+    assert overridden[5].seed == trial_seed(7, "b", 1)
