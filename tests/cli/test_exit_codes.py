@@ -1,0 +1,112 @@
+"""Exit codes CI scripts read (contract §5): 4 for an internal error, never 1; 2 for a
+config whose file paths name directories, before any eval runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from firewall.cli import main
+
+FIREWALL = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "firewall"
+INTERNAL = "firewall: error: internal error:"
+STEADY = "echo '{\"score\": 0.9}'"
+MARKED = "touch ran.txt; echo '{\"score\": 0.9}'"
+
+
+def invoke(*args: str) -> Result:
+    """Run the CLI with stdout and stderr kept apart."""
+    try:
+        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]  # click < 8.2
+    except TypeError:
+        runner = CliRunner()  # click 8.2 removed the option: the streams are always apart
+    return runner.invoke(main, list(args), catch_exceptions=False)
+
+
+def write_config(root: Path, settings: str, command: str, *, name: str = "firewall.toml") -> None:
+    table = "[tool.firewall]\n" if name == "pyproject.toml" else ""
+    evals = "[[tool.firewall.evals]]" if name == "pyproject.toml" else "[[evals]]"
+    body = f'{evals}\nid = "good"\ncommand = {json.dumps(command)}\n'
+    (root / name).write_text(f"{table}k = 3\nseed = 7\n{settings}\n{body}", encoding="utf-8")
+
+
+def report_under_a_file(root: Path) -> None:
+    """A report path whose parent is a regular file: writing it fails with an OSError."""
+    (root / "sub").write_text("not a directory\n")
+    write_config(root, 'report = "sub/firewall-report.json"', STEADY)
+
+
+def assert_internal_error(code: int, stdout: str, stderr: str) -> None:
+    assert code == 4, stdout + stderr
+    lines = stderr.splitlines()
+    assert [line for line in lines if line.startswith("firewall: error:")] == [lines[0]]
+    assert lines[0].startswith(INTERNAL) and "sub" in lines[0]
+    assert "not a failing eval" in lines[0]
+    assert "Traceback (most recent call last)" in stderr
+    assert "FAIL" not in stdout and "exit 1" not in stdout
+
+
+# --- 4: an internal error ----------------------------------------------------------------
+
+
+def test_unforeseen_os_error_exits_four_with_one_line_and_a_traceback(project: Path) -> None:
+    report_under_a_file(project)
+    result = invoke("run")
+    assert_internal_error(result.exit_code, result.stdout, result.stderr)
+    assert (project / "sub").read_text() == "not a directory\n"
+
+
+@pytest.mark.e2e
+def test_installed_command_exits_four_on_an_internal_error(tmp_path: Path) -> None:
+    report_under_a_file(tmp_path)
+    proc = subprocess.run(
+        [FIREWALL, "run"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert_internal_error(proc.returncode, proc.stdout, proc.stderr)
+
+
+# --- 2: a file setting that names a directory --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("registry", "state"), ("history", ".firewall"), ("report", "reports")],
+)
+def test_file_setting_naming_a_directory_exits_two_before_any_eval(
+    project: Path, key: str, value: str
+) -> None:
+    (project / value).mkdir()
+    write_config(project, f"{key} = {json.dumps(value)}", MARKED)
+    result = invoke("run")
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("firewall: error: firewall.toml:")
+    assert f"{key} = {value!r} is a directory" in line
+    assert "expected the path of a file" in line and "Traceback" not in result.stderr
+    assert not (project / "ran.txt").exists()
+    assert sorted(p.name for p in project.iterdir()) == sorted(["firewall.toml", value])
+
+
+def test_directory_setting_in_pyproject_names_the_table_key(project: Path) -> None:
+    (project / "hist").mkdir()
+    write_config(project, 'history = "hist"', MARKED, name="pyproject.toml")
+    result = invoke("run")
+    assert result.exit_code == 2
+    assert "pyproject.toml: tool.firewall.history = 'hist' is a directory" in result.stderr
+    assert not (project / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("command", [["status"], ["quarantine", "list"], ["nightly", "--all"]])
+def test_every_command_refuses_a_directory_history(project: Path, command: list[str]) -> None:
+    (project / "hist").mkdir()
+    write_config(project, 'history = "hist"', MARKED)
+    result = invoke(*command)
+    assert result.exit_code == 2
+    assert "history = 'hist' is a directory" in result.stderr
+    assert not (project / "ran.txt").exists()
