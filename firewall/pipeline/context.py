@@ -128,16 +128,24 @@ def load(
 
 
 def check_paths(config: LoadedConfig, cwd: Path) -> None:
-    """Files the firewall writes must not be directories: say so before any eval runs."""
+    """The files the firewall writes must be writable as files: say so before any eval runs."""
     settings = config.settings
     where = config.path.name if config.path else "<config>"
     for key in ("registry", "history", "report"):
         value = getattr(settings, key)
-        if (cwd / value).is_dir():
-            raise ConfigError(
-                f"{where}: {config.prefix}{key} = {value!r} is a directory; "
-                f"expected the path of a file (default {Settings.model_fields[key].default!r})"
-            )
+        path = cwd / value
+        blocker = next((parent for parent in path.parents if parent.is_file()), None)
+        if path.is_dir():
+            problem = "is a directory"
+        elif blocker is not None:
+            shown = blocker.relative_to(cwd) if blocker.is_relative_to(cwd) else blocker
+            problem = f"is inside {str(shown)!r}, which is a file"
+        else:
+            continue
+        raise ConfigError(
+            f"{where}: {config.prefix}{key} = {value!r} {problem}; "
+            f"expected the path of a file (default {Settings.model_fields[key].default!r})"
+        )
 
 
 def _git(cwd: Path, *args: str) -> str | None:

@@ -36,17 +36,18 @@ def write_config(root: Path, settings: str, command: str, *, name: str = "firewa
     (root / name).write_text(f"{table}k = 3\nseed = 7\n{settings}\n{body}", encoding="utf-8")
 
 
-def report_under_a_file(root: Path) -> None:
-    """A report path whose parent is a regular file: writing it fails with an OSError."""
-    (root / "sub").write_text("not a directory\n")
-    write_config(root, 'report = "sub/firewall-report.json"', STEADY)
+def history_in_a_symlink_loop(root: Path) -> None:
+    """A history path that is a symbolic link to itself: appending to it fails with ELOOP,
+    an OSError no check foresees (the path is neither a file nor a directory)."""
+    (root / "loop").symlink_to("loop")
+    write_config(root, 'history = "loop"', STEADY)
 
 
 def assert_internal_error(code: int, stdout: str, stderr: str) -> None:
     assert code == 4, stdout + stderr
     lines = stderr.splitlines()
     assert [line for line in lines if line.startswith("firewall: error:")] == [lines[0]]
-    assert lines[0].startswith(INTERNAL) and "sub" in lines[0]
+    assert lines[0].startswith(INTERNAL) and "loop" in lines[0]
     assert "not a failing eval" in lines[0]
     assert "Traceback (most recent call last)" in stderr
     assert "FAIL" not in stdout and "exit 1" not in stdout
@@ -56,15 +57,15 @@ def assert_internal_error(code: int, stdout: str, stderr: str) -> None:
 
 
 def test_unforeseen_os_error_exits_four_with_one_line_and_a_traceback(project: Path) -> None:
-    report_under_a_file(project)
+    history_in_a_symlink_loop(project)
     result = invoke("run")
     assert_internal_error(result.exit_code, result.stdout, result.stderr)
-    assert (project / "sub").read_text() == "not a directory\n"
+    assert (project / "loop").is_symlink()
 
 
 @pytest.mark.e2e
 def test_installed_command_exits_four_on_an_internal_error(tmp_path: Path) -> None:
-    report_under_a_file(tmp_path)
+    history_in_a_symlink_loop(tmp_path)
     proc = subprocess.run(
         [FIREWALL, "run"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
     )

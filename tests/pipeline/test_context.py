@@ -82,3 +82,13 @@ def test_a_file_setting_that_names_a_directory_is_a_config_error(project: Path, 
         context.load(cwd=project, env={})
     assert str(caught.value).startswith(f"firewall.toml: {key} = 'somedir' is a directory")
     assert caught.value.exit_code == 2
+
+
+def test_a_file_setting_under_a_regular_file_is_a_config_error(project: Path) -> None:
+    (project / "sub").write_text("not a directory\n")
+    write_project(project, 'report = "sub/firewall-report.json"\n' + CONFIG)
+    with pytest.raises(context.ConfigError) as caught:
+        context.load(cwd=project, env={})
+    assert str(caught.value).startswith(
+        "firewall.toml: report = 'sub/firewall-report.json' is inside 'sub', which is a file"
+    )
