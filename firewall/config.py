@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Literal, get_origin
+from typing import Annotated, Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -78,9 +78,29 @@ class Nightly(_Strict):
     review_days: int = Field(default=30, ge=1)
 
 
+# GitHub's own limits on a label's name: not blank, at most 50 characters; a comma would
+# split it in two wherever labels travel as a list in one string (the gh CLI, queries).
+Label = Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[^,]*[^,\s][^,]*$")]
+
+
 class GitHub(_Strict):
     issues: bool = True
-    labels: list[str] = Field(default_factory=lambda: ["flaky-eval"], min_length=1)
+    labels: list[Label] = Field(default_factory=lambda: ["flaky-eval"], min_length=1)
+
+
+class State(_Strict):
+    """Where the history outlives the CI runner: a branch of a git remote of the repository."""
+
+    remote: str = Field(default="origin", pattern=r"^([A-Za-z0-9][A-Za-z0-9._-]*)?$")  # "": off
+    branch: str = Field(default="firewall-state", pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+
+    @field_validator("branch")
+    @classmethod
+    def _ref_name(cls, value: str) -> str:
+        # What `git check-ref-format --branch` refuses among the names the pattern lets by.
+        if ".." in value or "//" in value or value.endswith((".", "/", ".lock")):
+            raise ValueError("must be a valid git branch name, e.g. firewall-state")
+        return value
 
 
 class Settings(_Strict):
@@ -100,6 +120,7 @@ class Settings(_Strict):
     paths: list[str] = []
     nightly: Nightly = Nightly()
     github: GitHub = GitHub()
+    state: State = State()
     evals: list[EvalEntry] = []
 
     @field_validator("seed")
@@ -197,7 +218,8 @@ def explain(exc: ValidationError, *, source: str, prefix: str, document: Any = N
     for error in exc.errors():
         loc = list(error["loc"])
         key = _key_path(loc, document)
-        hint = _PATTERN_HINTS.get(str(loc[-1])) if loc else None
+        named = [part for part in loc if isinstance(part, str)]
+        hint = _PATTERN_HINTS.get(named[-1]) if named else None
         if error["type"] == "string_pattern_mismatch" and hint:
             what = f"{hint} (got {error.get('input')!r})"
         elif error["type"] == "extra_forbidden":
@@ -218,6 +240,9 @@ _PATTERN_HINTS = {
     "id": "ids may use only letters, digits and . _ / -",
     "python": 'expected "module:function", e.g. "evals.safety:refusal_rate"',
     "owner": "expected a GitHub login or org/team",
+    "labels": "a label needs a name that is not blank and has no comma",
+    "remote": 'expected the name of a git remote, e.g. "origin" ("" keeps the history local)',
+    "branch": 'expected a git branch name, e.g. "firewall-state"',
 }
 
 

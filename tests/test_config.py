@@ -430,3 +430,36 @@ def test_a_config_that_is_not_utf8_names_the_file(project: Path) -> None:
     message = load_error(project)
 
     assert "firewall.toml" in message
+
+
+# --- [github] labels and [state] ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("labels", "index"), [(["flaky, eval"], 0), (["flaky-eval", ""], 1), (["   "], 0)]
+)
+def test_a_label_must_have_a_name_and_no_comma(labels: list[str], index: int) -> None:
+    message = config_error({"github": {"labels": labels}})
+    assert message.startswith(f"firewall.toml: github.labels[{index}]: ")
+    assert "not blank and has no comma" in message or "at least 1 character" in message
+
+
+def test_a_label_longer_than_github_allows_is_refused() -> None:
+    assert "at most 50 characters" in config_error({"github": {"labels": ["x" * 51]}})
+
+
+def test_state_defaults_to_the_origin_remote_and_an_orphan_branch() -> None:
+    state = parse_settings({}, source="firewall.toml").state
+    assert (state.remote, state.branch) == ("origin", "firewall-state")
+    assert parse_settings({"state": {"remote": ""}}, source="x").state.remote == ""
+
+
+@pytest.mark.parametrize("branch", ["-x", "a..b", "a//b", "state.lock", "state/", "with space"])
+def test_state_branch_must_be_a_git_branch_name(branch: str) -> None:
+    message = config_error({"state": {"branch": branch}})
+    assert message.startswith("firewall.toml: state.branch: ") and "git branch name" in message
+
+
+def test_state_remote_must_be_a_remote_name() -> None:
+    message = config_error({"state": {"remote": "git@host:repo"}})
+    assert message.startswith("firewall.toml: state.remote: ") and "name of a git remote" in message

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from firewall import output
-from firewall.pipeline.nightly import NightlyResult
-from firewall.pipeline.run import RunResult
 from firewall.report.terminal import closing_lines, table
+
+if TYPE_CHECKING:  # each command loads only its own pipeline
+    from firewall.pipeline.nightly import NightlyResult
+    from firewall.pipeline.run import RunResult
 
 
 def run_result(fmt: str, *, verbose: bool, registry: str) -> Callable[[RunResult], None]:

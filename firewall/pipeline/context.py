@@ -22,7 +22,6 @@ from firewall.discovery import discover, select
 from firewall.errors import ConfigError
 from firewall.lifecycle import Entry
 from firewall.output import in_actions
-from firewall.report.status import trends
 from firewall.spec import EvalSpec
 from firewall.store.history import HistoryStore, LocalHistory
 from firewall.store.registry import Registry
@@ -90,6 +89,8 @@ class Context:
 
     def trends(self, eval_ids: Iterable[str]) -> dict[str, str]:
         """Sparklines of recent medians of these evals and every quarantined one: one scan."""
+        from firewall.report.status import trends  # only a run that publishes needs them
+
         wanted = set(eval_ids) | set(self.entries())
         if self._trends is None or not wanted <= self._trends.keys():
             self._trends = dict.fromkeys(wanted, "") | trends(
