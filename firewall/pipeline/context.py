@@ -17,12 +17,15 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from firewall import output
 from firewall.config import LoadedConfig, Settings, load_config
 from firewall.discovery import discover, select
 from firewall.errors import ConfigError
 from firewall.lifecycle import Entry
 from firewall.output import in_actions
+from firewall.pipeline.checkout import Checkout
 from firewall.spec import EvalSpec
+from firewall.store.gitstate import GitState, SharedHistory
 from firewall.store.history import HistoryStore, LocalHistory
 from firewall.store.registry import Registry
 from firewall.timeutil import now
@@ -55,6 +58,7 @@ class Context:
     history: HistoryStore
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     clock: Clock = now
+    notices: list[str] = dataclasses.field(default_factory=list)
     _entries: dict[str, Entry] | None = dataclasses.field(default=None, repr=False)
     _trends: dict[str, str] | None = dataclasses.field(default=None, repr=False)
 
@@ -73,6 +77,16 @@ class Context:
     @functools.cached_property
     def git(self) -> GitInfo:
         return GitInfo.find(self.cwd, self.env)
+
+    @functools.cached_property
+    def checkout(self) -> Checkout:
+        return Checkout.find(self.cwd, self.env, self.settings.state.remote)
+
+    def notice(self, text: str) -> None:
+        """Something a user should know that changes no decision: said once, on stderr."""
+        if text not in self.notices:
+            self.notices.append(text)
+            output.warn(text)
 
     def entries(self) -> dict[str, Entry]:
         """The registry as this command found it (or last wrote it): read once."""
@@ -118,14 +132,24 @@ def load(
     config = load_config(config_path, cwd)
     check_paths(config, cwd)
     specs = select(discover(config, cwd), ids, tags) if with_evals else []
-    return Context(
+    local = LocalHistory(cwd / config.settings.history)
+    ctx = Context(
         cwd=cwd,
         config=config,
         specs=specs,
-        history=LocalHistory(cwd / config.settings.history),
+        history=local,
         env=dict(os.environ if env is None else env),
         clock=clock,
     )
+    state = config.settings.state
+    if state.remote and _git(cwd, "remote", "get-url", state.remote) is not None:
+        ctx.history = SharedHistory(
+            local,
+            GitState(cwd, state.remote, state.branch, env=ctx.env),
+            writes=lambda: ctx.checkout.writes_shared_state,
+            notice=ctx.notice,
+        )
+    return ctx
 
 
 def check_paths(config: LoadedConfig, cwd: Path) -> None:

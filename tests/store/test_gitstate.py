@@ -1,0 +1,192 @@
+"""The history on a branch of a real git remote: one file per run, races retried, rolled up."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
+
+from firewall.store.gitstate import (
+    RAW_DAYS,
+    GitState,
+    SharedHistory,
+    StateError,
+    parse_file,
+    run_file,
+    week_of,
+)
+from firewall.store.history import HistoryRow, LocalHistory
+from firewall.timeutil import to_text
+
+BRANCH = "firewall-state"
+NOW = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in GIT_ENV.items():
+        monkeypatch.setenv(name, value)
+
+
+def rows(
+    run_id: str, *, days_ago: float = 0, evals: int = 3, median: float = 0.8
+) -> list[HistoryRow]:
+    stamp = to_text(NOW - dt.timedelta(days=days_ago))
+    return [
+        HistoryRow(
+            eval_id=f"e{i}",
+            run_id=run_id,
+            mode="run",
+            status="pass",
+            k=7,
+            build_ts=stamp,
+            median=median,
+            iqr=0.01 * i,
+            mean=median,
+            sd=0.01,
+            n=7,
+            pass_rate=1.0,
+            drift={"category": 0.25} if i == 0 else {},
+            model_ids=("m-1",),
+            git_sha="a" * 40,
+            git_ref="refs/heads/main",
+        )
+        for i in range(evals)
+    ]
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    return make_origin(tmp_path, {"firewall.toml": ""})
+
+
+def state_in(origin: Path, where: Path) -> GitState:
+    return GitState(fresh_clone(origin, where), "origin", BRANCH)
+
+
+def test_a_run_file_holds_every_field_of_its_rows() -> None:
+    written = rows("r1")
+    path, text = run_file(written)
+    assert path == "runs/2026/12/01/090000Z-r1.jsonl"
+    assert list(parse_file(text)) == written
+    assert text.count('"run_id"') == 1, "run-level fields are said once, in the header"
+
+
+def test_the_first_push_makes_an_orphan_branch_with_one_file_per_run(
+    origin: Path, tmp_path: Path
+) -> None:
+    state = state_in(origin, tmp_path / "job1")
+    assert state.rows() == []
+    state.push(rows("r1"))
+    assert branch_files(origin, BRANCH) == ["runs/2026/12/01/090000Z-r1.jsonl"]
+    assert git(origin, "rev-list", "--count", BRANCH) == "1"
+    assert git(origin, "log", "--format=%P", "-1", BRANCH) == "", "an orphan: no parent"
+    # The default branch and the job's work tree are untouched.
+    assert branch_files(origin, "main") == ["firewall.toml"]
+    assert git(state.cwd, "status", "--porcelain") == ""
+
+    later = state_in(origin, tmp_path / "job2")
+    assert later.rows() == rows("r1")
+
+
+def test_concurrent_jobs_each_land_their_run(origin: Path, tmp_path: Path) -> None:
+    states = [state_in(origin, tmp_path / f"job{n}") for n in range(4)]
+    for state in states:
+        state.rows()  # every job fetched the same tip before any of them pushed
+
+    def push(n: int) -> None:
+        for m in range(3):
+            states[n].push(rows(f"j{n}r{m}", days_ago=0.001 * (3 * n + m)))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(push, range(4)))
+    files = branch_files(origin, BRANCH)
+    assert len(files) == 12 and len({f.rsplit("-", 1)[1] for f in files}) == 12
+    reader = state_in(origin, tmp_path / "reader")
+    assert len(reader.rows()) == 12 * 3
+
+
+def test_old_runs_are_rolled_up_by_week_and_recent_ones_kept(origin: Path, tmp_path: Path) -> None:
+    state = state_in(origin, tmp_path / "job")
+    days = range(RAW_DAYS + 20, -1, -1)  # one run a day, oldest first, up to today
+    for day in days:
+        state.push(rows(f"d{day}", days_ago=day, median=0.5 + day / 100))
+    files = branch_files(origin, BRANCH)
+    raw = [f for f in files if f.startswith("runs/")]
+    rolled = [f for f in files if f.startswith("rollup/")]
+    assert len(raw) == RAW_DAYS + 1  # today's run back to the cut-off day, kept whole
+    assert rolled and all(f.endswith(".jsonl") for f in rolled)
+    reader = state_in(origin, tmp_path / "reader")
+    kept = reader.rows()
+    summaries = [r for r in kept if r.mode == "rollup"]
+    assert {r.eval_id for r in summaries} == {"e0", "e1", "e2"}
+    # every old run is still counted, once, in its week's rollup
+    assert sum(r.n for r in summaries) == 3 * (len(days) - len(raw))
+    # a week's rollup stands for its runs: the mean of their medians, folded night by night
+    for summary in summaries:
+        week = [
+            0.5 + day / 100
+            for day in days
+            if day > RAW_DAYS
+            and week_of(to_text(NOW - dt.timedelta(days=day))) == summary.run_id[7:]
+        ]
+        assert summary.n == len(week)
+        assert summary.median == pytest.approx(sum(week) / len(week))
+
+
+def test_an_unreachable_remote_is_said_once_and_the_local_file_serves(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    git(clone, "init", "--quiet")
+    git(clone, "remote", "add", "origin", str(tmp_path / "no-such-origin.git"))
+    said: list[str] = []
+    local = LocalHistory(clone / ".firewall" / "history.jsonl")
+    shared = SharedHistory(
+        local, GitState(clone, "origin", BRANCH), writes=lambda: True, notice=said.append
+    )
+    shared.append(rows("r1"))
+    shared.append(rows("r2"))
+    assert [r.run_id for r in shared.last_run()] == ["r2"] * 3
+    assert len(list(shared.scan({"e1"}))) == 2
+    assert len(said) == 1 and "origin/firewall-state is out of reach" in said[0]
+    assert "git fetch from origin/firewall-state failed" in said[0]
+
+
+def test_a_refused_push_is_said_once_and_changes_nothing_else(origin: Path, tmp_path: Path) -> None:
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'permission denied to github-actions[bot]' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    clone = fresh_clone(origin, tmp_path / "fork")
+    said: list[str] = []
+    local = LocalHistory(clone / ".firewall" / "history.jsonl")
+    shared = SharedHistory(
+        local, GitState(clone, "origin", BRANCH), writes=lambda: True, notice=said.append
+    )
+    shared.append(rows("r1"))
+    shared.append(rows("r2"))
+    assert len(said) == 1 and "git push to origin/firewall-state failed" in said[0]
+    assert [r.run_id for r in local.scan()] == ["r1"] * 3 + ["r2"] * 3
+    with pytest.raises(subprocess.CalledProcessError):
+        subprocess.run(
+            ["git", "rev-parse", "--verify", BRANCH], cwd=origin, check=True, capture_output=True
+        )
+
+
+def test_a_run_that_does_not_write_keeps_its_rows_local(origin: Path, tmp_path: Path) -> None:
+    clone = fresh_clone(origin, tmp_path / "pull-request")
+    local = LocalHistory(clone / ".firewall" / "history.jsonl")
+    shared = SharedHistory(
+        local, GitState(clone, "origin", BRANCH), writes=lambda: False, notice=print
+    )
+    shared.append(rows("pr"))
+    assert BRANCH not in git(origin, "branch", "--list")
+    assert len(list(local.scan())) == 3
+
+
+def test_state_error_names_the_command() -> None:
+    with pytest.raises(StateError, match="git fetch from origin/firewall-state failed"):
+        GitState(Path("/"), "origin", BRANCH).rows()
