@@ -1,0 +1,92 @@
+"""Which runs write the shared history: CI on the default branch, never a pull request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from gitrepos import GIT_ENV, fresh_clone, make_origin
+
+from firewall.pipeline.checkout import Checkout
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in GIT_ENV.items():
+        monkeypatch.setenv(name, value)
+
+
+def event(tmp_path: Path, payload: dict[str, object]) -> str:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+def test_a_push_to_the_default_branch_in_actions_writes(tmp_path: Path) -> None:
+    env = {
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_REF": "refs/heads/main",
+        "GITHUB_EVENT_PATH": event(tmp_path, {"repository": {"default_branch": "main"}}),
+    }
+    checkout = Checkout.find(tmp_path, env, "origin")
+    assert (checkout.branch, checkout.default_branch, checkout.pull_request) == (
+        "main",
+        "main",
+        None,
+    )
+    assert checkout.writes_shared_state
+
+
+def test_a_pull_request_in_actions_never_writes(tmp_path: Path) -> None:
+    env = {
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_REF": "refs/pull/12/merge",
+        "GITHUB_HEAD_REF": "main",  # even a pull request from a fork's main
+        "GITHUB_EVENT_PATH": event(
+            tmp_path, {"pull_request": {"number": 12}, "repository": {"default_branch": "main"}}
+        ),
+    }
+    checkout = Checkout.find(tmp_path, env, "origin")
+    assert checkout.pull_request == 12 and not checkout.writes_shared_state
+
+
+def test_a_scheduled_nightly_on_the_default_branch_writes(tmp_path: Path) -> None:
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "schedule",
+        "GITHUB_REF": "refs/heads/trunk",
+        "GITHUB_EVENT_PATH": event(tmp_path, {"repository": {"default_branch": "trunk"}}),
+    }
+    assert Checkout.find(tmp_path, env, "origin").writes_shared_state
+
+
+def test_gitlab_merge_requests_and_default_branch(tmp_path: Path) -> None:
+    base = {"CI": "true", "GITLAB_CI": "true", "CI_DEFAULT_BRANCH": "main"}
+    assert Checkout.find(
+        tmp_path, {**base, "CI_COMMIT_BRANCH": "main"}, "origin"
+    ).writes_shared_state
+    request = {**base, "CI_MERGE_REQUEST_IID": "3", "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "fix"}
+    checkout = Checkout.find(tmp_path, request, "origin")
+    assert checkout.pull_request == 3 and not checkout.writes_shared_state
+
+
+def test_elsewhere_git_answers_and_a_laptop_never_writes(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"firewall.toml": ""})
+    clone = fresh_clone(origin, tmp_path / "clone")
+    laptop = Checkout.find(clone, {}, "origin")
+    assert (laptop.branch, laptop.default_branch) == ("main", "main")
+    assert laptop.on_default_branch and not laptop.writes_shared_state
+    assert Checkout.find(clone, {"CI": "true"}, "origin").writes_shared_state
+    feature = fresh_clone(origin, tmp_path / "feature", branch="feature")
+    assert not Checkout.find(feature, {"CI": "true"}, "origin").writes_shared_state
+
+
+def test_jenkins_change_requests_never_write(tmp_path: Path) -> None:
+    env = {"JENKINS_URL": "http://127.0.0.1:8080/", "BRANCH_NAME": "PR-5", "CHANGE_ID": "5"}
+    checkout = Checkout.find(tmp_path, env, "origin")
+    assert checkout.ci and checkout.pull_request == 5 and not checkout.writes_shared_state
