@@ -41,6 +41,7 @@ from firewall.timeutil import to_text
 STATE_REF = "refs/firewall/state"  # where the fetched tip is kept in the local repository
 FORMAT_VERSION = 1
 PUSH_ATTEMPTS = 5
+DECIMALS = 4
 RAW_DAYS = 14  # runs kept whole: the trend window; older ones are rolled up by week
 GIT_TIMEOUT_S = 60.0
 IDENTITY = {
@@ -318,16 +319,25 @@ def run_file(rows: Sequence[HistoryRow]) -> tuple[str, str]:
         f"{stamp[11:13]}{stamp[14:16]}{stamp[17:19]}Z-{first.run_id}.jsonl"
     )
     lines = [json.dumps(header, separators=(",", ":"))]
-    for row in rows:
-        document = json.loads(row.to_json())
-        lines.append(
-            json.dumps(
-                {k: v for k, v in document.items() if k not in _RUN_FIELDS and v not in _EMPTY},
-                separators=(",", ":"),
-                ensure_ascii=False,
-            )
-        )
+    lines += [_compact(row, leave_out=_RUN_FIELDS) for row in rows]
     return path, "\n".join(lines) + "\n"
+
+
+def _compact(row: HistoryRow, *, leave_out: Sequence[str] = ()) -> str:
+    """A row as one short line: no empty fields, numbers to 4 decimals.
+
+    Four decimals are finer than any decision looks (a threshold, an IQR limit, a
+    drop of 0.01), and random trailing digits are what compresses worst: at a
+    thousand evals they were most of what a job had to fetch.
+    """
+    document = {
+        key: round(value, DECIMALS) if isinstance(value, float) else value
+        for key, value in json.loads(row.to_json()).items()
+        if key not in leave_out and value not in _EMPTY
+    }
+    if isinstance(document.get("drift"), dict):
+        document["drift"] = {k: round(v, DECIMALS) for k, v in document["drift"].items()}
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 
 def parse_file(text: str) -> Iterable[HistoryRow]:
@@ -397,14 +407,7 @@ def render_rollup(week: str, rows: Sequence[HistoryRow]) -> str:
         if kept is None or row.build_ts >= kept.build_ts:
             latest[row.eval_id] = _merge(kept, row) if kept else row
     header = json.dumps({"schema_version": FORMAT_VERSION, "week": week}, separators=(",", ":"))
-    body = [
-        json.dumps(
-            {k: v for k, v in json.loads(row.to_json()).items() if v not in _EMPTY},
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
-        for _, row in sorted(latest.items())
-    ]
+    body = [_compact(row) for _, row in sorted(latest.items())]
     return "\n".join([header, *body]) + "\n"
 
 
