@@ -44,6 +44,50 @@ class Entry(BaseModel):
         return self.review_by is not None and at > self.review_by
 
 
+class Progress(BaseModel):
+    """The part of an entry that changes every night: where the eval is on its road back.
+
+    In CI the registry is the reviewed truth and changes only through commits, so
+    this part lives apart from it (on the state branch, ``firewall.store.progress``)
+    and is laid over the reviewed entries when they are read.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    stable_streak: int = 0
+    last_probe: Timestamp | None = None
+    median: float | None = None
+    iqr: float | None = None
+    k: int | None = None
+    issue: int | None = None
+
+
+PROGRESS_FIELDS = tuple(Progress.model_fields)
+
+
+def progress_of(entry: Entry) -> Progress:
+    return Progress(**{field: getattr(entry, field) for field in PROGRESS_FIELDS})
+
+
+def with_progress(entry: Entry, progress: Progress | None) -> Entry:
+    """The reviewed entry with the nightly's latest progress laid over it."""
+    if progress is None:
+        return entry
+    update = progress.model_dump()
+    if update["issue"] is None:
+        update["issue"] = entry.issue  # a number the reviewed file knows and progress does not
+    return entry.model_copy(update=update)
+
+
+def reviewed_change(before: Entry | None, after: Entry | None) -> bool:
+    """Whether a reviewer should see this change: an eval adopted or released, or its
+    reason, owner or review date changed; not a streak, a probe time, a number."""
+    if before is None or after is None:
+        return before is not after
+    keep = set(Entry.model_fields) - set(PROGRESS_FIELDS)
+    return before.model_dump(include=keep) != after.model_dump(include=keep)
+
+
 EventKind = Literal["quarantined", "stable", "unstable", "errored", "released", "missing"]
 
 

@@ -32,6 +32,7 @@ def run_result(fmt: str, *, verbose: bool, registry: str) -> Callable[[RunResult
             registry=registry,
             report_path=result.report_path,
             dry_run=result.dry_run,
+            candidates=result.candidates,
         )
         output.echo("\n".join(lines))
 

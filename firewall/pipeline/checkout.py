@@ -19,6 +19,13 @@ _TRUE = ("1", "true", "yes")
 _PULL_REF = re.compile(r"^refs/pull/(\d+)/")
 
 
+def in_ci(env: Mapping[str, str]) -> bool:
+    """Whether this runs on a CI system (GitHub, GitLab, Jenkins, or anything that sets CI)."""
+    return any(
+        env.get(name, "").lower() in _TRUE for name in ("CI", "GITHUB_ACTIONS", "GITLAB_CI")
+    ) or bool(env.get("JENKINS_URL"))
+
+
 @dataclasses.dataclass(frozen=True)
 class Checkout:
     ci: bool
@@ -41,9 +48,7 @@ class Checkout:
 
     @classmethod
     def find(cls, cwd: Path, env: Mapping[str, str], remote: str) -> Checkout:
-        ci = any(
-            env.get(name, "").lower() in _TRUE for name in ("CI", "GITHUB_ACTIONS", "GITLAB_CI")
-        ) or bool(env.get("JENKINS_URL"))
+        ci = in_ci(env)
         if env.get("GITHUB_ACTIONS") == "true":
             return cls._github(cwd, env, remote, ci=ci)
         if env.get("GITLAB_CI"):

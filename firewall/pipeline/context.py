@@ -21,9 +21,16 @@ from firewall import output
 from firewall.config import LoadedConfig, Settings, load_config
 from firewall.discovery import discover, select
 from firewall.errors import ConfigError
-from firewall.lifecycle import Entry
+from firewall.lifecycle import (
+    PROGRESS_FIELDS,
+    Entry,
+    Progress,
+    progress_of,
+    reviewed_change,
+    with_progress,
+)
 from firewall.output import in_actions
-from firewall.pipeline.checkout import Checkout
+from firewall.pipeline.checkout import Checkout, in_ci
 from firewall.spec import EvalSpec
 from firewall.store.gitstate import GitState, SharedHistory
 from firewall.store.history import HistoryStore, LocalHistory
@@ -88,11 +95,56 @@ class Context:
             self.notices.append(text)
             output.warn(text)
 
+    @property
+    def reviewed(self) -> bool:
+        """In CI the registry is the reviewed truth: it changes only through commits.
+
+        Runs there never write it (an instability is a candidate, recorded on its
+        issue); the nightly keeps its progress on the state branch and writes only
+        the changes a reviewer must see, for `firewall propose` to commit.
+        """
+        return in_ci(self.env)
+
     def entries(self) -> dict[str, Entry]:
-        """The registry as this command found it (or last wrote it): read once."""
+        """The registry as this command found it (or last wrote it), read once; in CI with
+        the nightly's progress (streaks, last probes, issue numbers) laid over it."""
         if self._entries is None:
-            self._entries = self.registry.read()
+            entries = self.registry.read()
+            progress = self._progress()
+            if progress:
+                entries = {i: with_progress(e, progress.get(i)) for i, e in entries.items()}
+            self._entries = entries
         return dict(self._entries)
+
+    def save_reviewed(self, before: Mapping[str, Entry], after: Mapping[str, Entry]) -> list[str]:
+        """The nightly's record step in CI: progress to the state branch, and to the
+        registry file only what a reviewer must see. Returns the evals whose reviewed
+        entry changed (adopted, released, or edited)."""
+        if isinstance(self.history, SharedHistory):
+            self.history.save_progress({i: progress_of(e) for i, e in after.items()})
+        changed = sorted(
+            eval_id
+            for eval_id in set(before) | set(after)
+            if reviewed_change(before.get(eval_id), after.get(eval_id))
+        )
+        if changed:
+            reviewed = set(Entry.model_fields) - set(PROGRESS_FIELDS)
+            with self.registry.edit() as entries:
+                for eval_id in changed:
+                    if eval_id not in after:
+                        entries.pop(eval_id, None)
+                    elif eval_id in entries:  # keep the file's own progress: no noise in the diff
+                        update = after[eval_id].model_dump(include=reviewed)
+                        entries[eval_id] = entries[eval_id].model_copy(update=update)
+                    else:
+                        entries[eval_id] = after[eval_id]
+        self._entries = dict(after)
+        return changed
+
+    def _progress(self) -> dict[str, Progress] | None:
+        if not self.reviewed or not isinstance(self.history, SharedHistory):
+            return None
+        return self.history.progress()
 
     @contextlib.contextmanager
     def edit_registry(self) -> Iterator[dict[str, Entry]]:

@@ -50,6 +50,7 @@ class RunResult:
     added: list[str]  # evals newly written to the registry
     report_path: Path
     dry_run: bool
+    candidates: list[str] = dataclasses.field(default_factory=list)  # CI: for their issues
 
     @property
     def exit_code(self) -> ExitCode:
@@ -141,7 +142,8 @@ def record(ctx: Context, artefact: Artefact, options: RunOptions) -> RunResult:
     """The files a decided run changes: new registry entries, the artefact, the history.
 
     An interrupted run writes its artefact (marked incomplete) and nothing else;
-    a dry run writes nothing at all.
+    a dry run writes nothing at all. In CI the registry is not written: a new
+    instability is a candidate, which the publish stage records on its issue.
     """
     report_path = options.report or ctx.cwd / ctx.settings.report
     fresh = [r for r in artefact.evals if r.status is Status.QUARANTINE]

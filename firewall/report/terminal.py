@@ -97,9 +97,15 @@ def closing_lines(
     registry: str,
     report_path: Path,
     dry_run: bool,
+    candidates: Sequence[str] = (),
 ) -> list[str]:
     """The counts, the registry entries written (or that a dry run would write), the report."""
     lines = [summary_line(artefact)]
+    lines += [
+        f"candidate {eval_id}: recorded on its issue; the nightly confirms or dismisses it "
+        "on the default branch"
+        for eval_id in candidates
+    ]
     if dry_run:
         lines += [f"quarantine {eval_id}: would be added to {registry}" for eval_id in added]
         lines.append("dry run: no file was changed")

@@ -35,7 +35,9 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from firewall.lifecycle import Progress
 from firewall.store.history import HistoryRow, LocalHistory
+from firewall.store.progress import PROGRESS_PATH, parse_progress, render_progress
 from firewall.timeutil import to_text
 
 STATE_REF = "refs/firewall/state"  # where the fetched tip is kept in the local repository
@@ -107,6 +109,25 @@ class SharedHistory:
         newest = max(runs, key=lambda row: row.build_ts).run_id
         return [row for row in runs if row.run_id == newest]
 
+    def progress(self) -> dict[str, Progress] | None:
+        """The nightly's progress per quarantined eval, or None when the branch has none."""
+        if self._shared() is None:
+            return None
+        try:
+            return parse_progress(self.state.read_text(PROGRESS_PATH))
+        except StateError as exc:
+            self._give_up(f"{exc}; the reviewed registry stands as it is")
+            return None
+
+    def save_progress(self, progress: Mapping[str, Progress]) -> None:
+        """Replace the progress file, when this run writes the shared state."""
+        if self._unreachable or not self.writes():
+            return
+        try:
+            self.state.push([], files={PROGRESS_PATH: render_progress(progress)})
+        except StateError as exc:
+            self._give_up(f"{exc}; tonight's streaks were not saved")
+
     def _shared(self) -> list[HistoryRow] | None:
         if self._unreachable:
             return None
@@ -142,27 +163,46 @@ class GitState:
             self._rows = sorted(self._read(self._tip), key=lambda row: row.build_ts)
         return self._rows
 
-    def push(self, rows: Sequence[HistoryRow], *, keep_days: int | None = RAW_DAYS) -> None:
-        """Add one run's rows as a file of its own (and roll up old runs), then push.
+    def read_text(self, path: str) -> str | None:
+        """A file of the branch's tip (``progress.json``), or None when there is none."""
+        self.rows()
+        if self._tip is None or not self._exists(self._tip, path):
+            return None
+        return self._blobs(self._tip, [path])[0]
+
+    def push(
+        self,
+        rows: Sequence[HistoryRow],
+        *,
+        files: Mapping[str, str] | None = None,
+        keep_days: int | None = RAW_DAYS,
+    ) -> None:
+        """Add one run's rows as a file of its own, replace ``files``, roll up old runs, push.
 
         A push that loses a race with another job is rebuilt on the new tip, up
-        to ``PUSH_ATTEMPTS`` times. Raises ``StateError`` when it cannot push.
+        to ``PUSH_ATTEMPTS`` times: run files never collide, and a replaced file
+        is the writer's whole new version. Raises ``StateError`` when it cannot push.
         """
-        if not rows:
+        changes = dict(files or {})
+        if rows:
+            path, text = run_file(rows)
+            changes[path] = text
+        if not changes:
             return
         self.rows()
-        path, text = run_file(rows)
+        what = f"{rows[0].mode} {rows[0].run_id}, {len(rows)} evals" if rows else ", ".join(changes)
         for attempt in range(PUSH_ATTEMPTS):
             if attempt:
                 time.sleep(random.uniform(0.05, 0.3) * attempt)  # let the winner finish
                 self._tip = self._fetch()
-            tree = self._tree(self._tip, {path: text}, rollup_before=_cutoff(rows, keep_days))
+            cutoff = _cutoff(rows, keep_days) if rows else None
+            tree = self._tree(self._tip, changes, rollup_before=cutoff)
             commit = self._git(
                 "commit-tree",
                 tree,
                 *(("-p", self._tip) if self._tip else ()),
                 "-m",
-                f"firewall: {rows[0].mode} {rows[0].run_id}, {len(rows)} evals",
+                f"firewall: {what}",
                 extra_env=IDENTITY,
             )
             pushed = self._run("push", "--quiet", self.remote, f"{commit}:refs/heads/{self.branch}")
@@ -330,13 +370,13 @@ def _compact(row: HistoryRow, *, leave_out: Sequence[str] = ()) -> str:
     drop of 0.01), and random trailing digits are what compresses worst: at a
     thousand evals they were most of what a job had to fetch.
     """
-    document = {
+    document: dict[str, object] = {
         key: round(value, DECIMALS) if isinstance(value, float) else value
         for key, value in json.loads(row.to_json()).items()
         if key not in leave_out and value not in _EMPTY
     }
-    if isinstance(document.get("drift"), dict):
-        document["drift"] = {k: round(v, DECIMALS) for k, v in document["drift"].items()}
+    if row.drift:
+        document["drift"] = {k: round(v, DECIMALS) for k, v in row.drift.items()}
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 
