@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -36,6 +35,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from pathlib import Path
 
 from firewall.lifecycle import Progress
+from firewall.store.git import IDENTITY, Git, StateError, last_line
 from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.progress import PROGRESS_PATH, parse_progress, render_progress
 from firewall.timeutil import to_text
@@ -45,19 +45,8 @@ FORMAT_VERSION = 1
 PUSH_ATTEMPTS = 5
 DECIMALS = 4
 RAW_DAYS = 14  # runs kept whole: the trend window; older ones are rolled up by week
-GIT_TIMEOUT_S = 60.0
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "flakiness-firewall",
-    "GIT_AUTHOR_EMAIL": "flakiness-firewall@users.noreply.github.com",
-    "GIT_COMMITTER_NAME": "flakiness-firewall",
-    "GIT_COMMITTER_EMAIL": "flakiness-firewall@users.noreply.github.com",
-}
 _RUN_FIELDS = ("run_id", "mode", "build_ts", "git_sha", "git_ref")
 _EMPTY: tuple[object, ...] = (None, "", (), [], {})
-
-
-class StateError(Exception):
-    """A git command on the state branch failed; the message says which and why."""
 
 
 @dataclasses.dataclass
@@ -211,7 +200,9 @@ class GitState:
                 self._remember(rows)
                 return
             if not _lost_a_race(pushed.stderr):
-                raise StateError(f"git push to {self.describe()} failed: {_last(pushed.stderr)}")
+                raise StateError(
+                    f"git push to {self.describe()} failed: {last_line(pushed.stderr)}"
+                )
         raise StateError(
             f"git push to {self.describe()} lost the race {PUSH_ATTEMPTS} times in a row"
         )
@@ -224,20 +215,7 @@ class GitState:
 
     def _fetch(self) -> str | None:
         """The tip of the remote branch, fetched shallow; None when the branch does not exist."""
-        fetched = self._run(
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--depth=1",
-            self.remote,
-            f"+refs/heads/{self.branch}:{STATE_REF}",
-        )
-        if fetched.returncode != 0:
-            if "couldn't find remote ref" in fetched.stderr:
-                return None
-            raise StateError(f"git fetch from {self.describe()} failed: {_last(fetched.stderr)}")
-        return self._git("rev-parse", "--verify", f"{STATE_REF}^{{commit}}")
+        return self._g.fetch_tip(self.remote, self.branch, STATE_REF)
 
     def _read(self, tip: str | None) -> list[HistoryRow]:
         if tip is None:
@@ -254,17 +232,8 @@ class GitState:
         if not names:
             return []
         request = "".join(f"{tip}:{name}\n" for name in names).encode()
-        proc = subprocess.run(
-            ["git", "-C", str(self.cwd), "cat-file", "--batch"],
-            input=request,
-            capture_output=True,
-            env=self._environment(),
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise StateError(f"git cat-file failed: {_last(proc.stderr.decode(errors='replace'))}")
-        out, texts, at = proc.stdout, [], 0
+        out = self._g.batch(request)
+        texts, at = [], 0
         for _ in names:
             header_end = out.index(b"\n", at)
             size = int(out[at:header_end].split()[2])
@@ -316,34 +285,19 @@ class GitState:
 
     # --- git -------------------------------------------------------------------------
 
-    def _environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        # Never ask for credentials on a terminal: a CI job would hang, a laptop would prompt
-        # in the middle of a run. Git's own credential helpers still answer.
-        return {**os.environ, **self.env, "GIT_TERMINAL_PROMPT": "0", **(extra or {})}
+    @property
+    def _g(self) -> Git:
+        return Git(self.cwd, self.env)
 
     def _run(
         self, *args: str, stdin: str | None = None, extra_env: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        try:
-            return subprocess.run(
-                ["git", "-C", str(self.cwd), *args],
-                input=stdin,
-                capture_output=True,
-                text=True,
-                env=self._environment(extra_env),
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise StateError(f"git {args[0]} could not run: {exc}") from None
+        return self._g.run(*args, stdin=stdin, extra_env=extra_env)
 
     def _git(
         self, *args: str, stdin: str | None = None, extra_env: Mapping[str, str] | None = None
     ) -> str:
-        proc = self._run(*args, stdin=stdin, extra_env=extra_env)
-        if proc.returncode != 0:
-            raise StateError(f"git {args[0]} failed: {_last(proc.stderr)}")
-        return proc.stdout.strip()
+        return self._g.out(*args, stdin=stdin, extra_env=extra_env)
 
 
 # --- the files on the branch ---------------------------------------------------------
@@ -519,8 +473,3 @@ def _lost_a_race(stderr: str) -> bool:
         )
         and "permission" not in text
     )
-
-
-def _last(stderr: str) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"

@@ -43,31 +43,7 @@ class Registry:
             return {}
         except OSError as exc:
             raise RegistryError(f"{self.path}: cannot read the quarantine registry: {exc}") from exc
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise RegistryError(
-                f"{self.path}: the quarantine registry is not valid JSON ({exc}); "
-                "fix or restore it "
-                f"(e.g. `git checkout -- {self.path}`); it was left untouched"
-            ) from None
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if version != SCHEMA_VERSION:
-            raise RegistryError(
-                f"{self.path}: unknown schema_version {version!r} (this firewall reads version "
-                f"{SCHEMA_VERSION}); upgrade flakiness-firewall or restore the file; "
-                "it was left untouched"
-            )
-        try:
-            return dict(RegistryFile.model_validate(data).evals)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-            )
-            raise RegistryError(
-                f"{self.path}: the quarantine registry is malformed: {problems}; "
-                "it was left untouched"
-            ) from None
+        return parse_registry(text, source=str(self.path))
 
     @contextlib.contextmanager
     def edit(self) -> Iterator[dict[str, Entry]]:
@@ -79,6 +55,33 @@ class Registry:
             after = render(entries)
             if after != before:
                 write_atomic(self.path, after)
+
+
+def parse_registry(text: str, *, source: str) -> dict[str, Entry]:
+    """The entries of a registry document; ``source`` names it in every error."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RegistryError(
+            f"{source}: the quarantine registry is not valid JSON ({exc}); "
+            f"fix or restore it (e.g. `git checkout -- {source}`); it was left untouched"
+        ) from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise RegistryError(
+            f"{source}: unknown schema_version {version!r} (this firewall reads version "
+            f"{SCHEMA_VERSION}); upgrade flakiness-firewall or restore the file; "
+            "it was left untouched"
+        )
+    try:
+        return dict(RegistryFile.model_validate(data).evals)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise RegistryError(
+            f"{source}: the quarantine registry is malformed: {problems}; it was left untouched"
+        ) from None
 
 
 def render(entries: dict[str, Entry]) -> str:

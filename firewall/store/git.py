@@ -1,0 +1,109 @@
+"""Git, run for the firewall's own branches: never prompting, bounded in time, errors named.
+
+The state branch and the rolling proposal are written with git's plumbing
+(``hash-object``, ``update-index`` on a private index, ``commit-tree``, ``push``),
+so the job's work tree and index are never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+GIT_TIMEOUT_S = 60.0
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "flakiness-firewall",
+    "GIT_AUTHOR_EMAIL": "flakiness-firewall@users.noreply.github.com",
+    "GIT_COMMITTER_NAME": "flakiness-firewall",
+    "GIT_COMMITTER_EMAIL": "flakiness-firewall@users.noreply.github.com",
+}
+
+
+class StateError(Exception):
+    """A git command on one of the firewall's branches failed; the message says which and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Git:
+    cwd: Path
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def run(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Git's answer, whatever it is (the caller reads the exit status)."""
+        try:
+            return subprocess.run(
+                ["git", "-C", str(self.cwd), *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=self._environment(extra_env),
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise StateError(f"git {args[0]} could not run: {exc}") from None
+
+    def batch(self, request: bytes) -> bytes:
+        """``git cat-file --batch``: many objects' contents from one process."""
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(self.cwd), "cat-file", "--batch"],
+                input=request,
+                capture_output=True,
+                env=self._environment(None),
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise StateError(f"git cat-file could not run: {exc}") from None
+        if proc.returncode != 0:
+            raise StateError(
+                f"git cat-file failed: {last_line(proc.stderr.decode(errors='replace'))}"
+            )
+        return proc.stdout
+
+    def _environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        # Never ask for credentials on a terminal: a CI job would hang, a laptop would prompt
+        # in the middle of a run. Git's own credential helpers still answer.
+        return {**os.environ, **self.env, "GIT_TERMINAL_PROMPT": "0", **(extra or {})}
+
+    def out(
+        self, *args: str, stdin: str | None = None, extra_env: Mapping[str, str] | None = None
+    ) -> str:
+        """Git's output, stripped; a failure is a ``StateError`` naming the command."""
+        proc = self.run(*args, stdin=stdin, extra_env=extra_env)
+        if proc.returncode != 0:
+            raise StateError(f"git {args[0]} failed: {last_line(proc.stderr)}")
+        return proc.stdout.strip()
+
+    def fetch_tip(self, remote: str, branch: str, into: str) -> str | None:
+        """Fetch the tip of ``branch`` (shallow) into the local ref ``into``; None if none."""
+        fetched = self.run(
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--depth=1",
+            remote,
+            f"+refs/heads/{branch}:{into}",
+        )
+        if fetched.returncode != 0:
+            if "couldn't find remote ref" in fetched.stderr:
+                return None
+            raise StateError(
+                f"git fetch from {remote}/{branch} failed: {last_line(fetched.stderr)}"
+            )
+        return self.out("rev-parse", "--verify", f"{into}^{{commit}}")
+
+
+def last_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
