@@ -13,6 +13,10 @@ CI never reads a crash of the tool as a failing eval.
     ├── ArtefactError             a report or probe part that cannot be read
     ├── LockError                 a file another firewall process holds too long
     ├── IssueError                GitHub unreachable or refusing; never leaves the pipeline
+    │   │                         (the two below cost one eval only, the sync goes on)
+    │   ├── IssueGone             an eval's issue deleted, moved, not found, unmarked
+    │   ├── IssueRefused          a change to one issue refused (locked, 422)
+    │   └── PullRequestNotPermitted   Actions may not open pull requests here
     └── UsageError                a command line that cannot be honoured
 """
 
@@ -68,6 +72,31 @@ class LockError(FirewallError):
 
 class IssueError(FirewallError):
     """GitHub could not be reached or refused; the gate's decision stands, the next run retries."""
+
+
+class IssueGone(IssueError):
+    """An eval's issue is no longer its issue in this repository; the registry drops its number.
+
+    Deleted (410), transferred (301 to another repository), not found (404), or
+    its marker edited away. Costs only that eval: the sync goes on with the next
+    one, and the eval's issue is found again by its marker or opened anew.
+    """
+
+    def __init__(self, message: str, *, eval_id: str, number: int | None) -> None:
+        super().__init__(message)
+        self.eval_id, self.number = eval_id, number
+
+
+class IssueRefused(IssueError):
+    """GitHub refused one change to one eval's issue (locked, 422); the issue itself stands."""
+
+    def __init__(self, message: str, *, eval_id: str, number: int | None) -> None:
+        super().__init__(message)
+        self.eval_id, self.number = eval_id, number
+
+
+class PullRequestNotPermitted(IssueError):
+    """The repository or organisation does not let GitHub Actions open pull requests."""
 
 
 class UsageError(FirewallError):

@@ -1,12 +1,27 @@
-"""A stateful stand-in for the slice of GitHub's REST API that the issue tracker uses.
+"""A stateful stand-in for the slice of GitHub's REST API that the firewall uses.
 
 The real PyGithub client talks to it over HTTP on 127.0.0.1 (a random free
 port), under a GitHub Enterprise style prefix (``/api/v3``), so the tests run
 the same code paths as production without the internet and without patching.
-It keeps issues, comments and labels in memory, records every request (the
-``Authorization`` header left out), and can be told to fail the way GitHub
-does: 5xx, 401, a primary rate limit whose reset is hours away, a secondary
-rate limit with a long Retry-After, a read-only token, a 422, or a slow answer.
+It keeps issues, comments, labels and pull requests in memory, records every
+request (the ``Authorization`` header left out), and behaves as GitHub does
+where the firewall must cope with it (shapes and messages from real
+exchanges, e.g. PyGithub's tests/ReplayData):
+
+- an issue deleted by hand answers 410 "This issue was deleted"; one
+  transferred answers 301 with a Location under ``/repositories/ID/...``
+  (PyGithub follows it to the issue in its new repository); a locked one
+  refuses comments with 403; a body over 65,536 characters is a 422;
+- a token without triage access gets its issue opened and its labels
+  silently dropped (``triage=False``); ``has_issues=False`` answers 410
+  "Issues are disabled for this repo" on every issue endpoint;
+- pull requests share the issues' numbers; one open pull request per head
+  and base, a second is a 422 "A pull request already exists for OWNER:BRANCH.".
+
+It can be told to fail as GitHub does (``FAILURE_MODES``): 5xx, 401, primary
+and secondary rate limits (403 or 429, with or without Retry-After), a
+read-only token, a 422, Actions not permitted to open pull requests, a stale
+list, or a slow answer.
 
     with GitHubStandIn(assignable={"alice"}) as hub:
         hub.fail("503", method="POST", path=r"/issues$", times=1)
@@ -34,12 +49,20 @@ FAILURE_MODES = (
     "502",
     "503",
     "401",
-    "rate-limit",
-    "secondary-rate-limit",
+    "rate-limit",  # primary: 403, x-ratelimit-remaining 0, reset hours away
+    "rate-limit-429",  # primary, as GitHub also answers it
+    "secondary-rate-limit",  # 403 with a long Retry-After
+    "secondary-rate-limit-429",  # 429 with a long Retry-After
+    "secondary-rate-limit-no-retry-after",  # 403, no Retry-After and no reset
     "read-only",
     "422",
+    "issues-disabled",
+    "actions-may-not-create-pulls",
+    "stale",  # 200 and an empty list: a replica that has not seen the latest write yet
     "slow",
 )
+MAX_BODY = 65_536
+DOCS = "https://docs.github.com/rest"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +101,12 @@ class StoredIssue:
     state_reason: str | None = None
     pull: bool = False
     comments: list[str] = dataclasses.field(default_factory=list)
+    locked: bool = False
+    head: str = ""  # a pull request's branch
+    base: str = ""
+    repository: str = ""  # where it lives: another repository once transferred
+    created_at: str = ""
+    closed_at: str | None = None
 
 
 @dataclasses.dataclass
@@ -98,13 +127,19 @@ class GitHubStandIn:
         prefix: str = "/api/v3",
         token: str = "ghs_standin_secret_token_0123456789",
         assignable: Iterable[str] = ("alice",),
+        triage: bool = True,
+        has_issues: bool = True,
     ) -> None:
         self.owner, self.name, self.prefix, self.token = owner, name, prefix.rstrip("/"), token
         self.assignable = {login.lower() for login in assignable}
+        self.triage, self.has_issues = triage, has_issues
         self.issues: dict[int, StoredIssue] = {}
+        self.deleted: set[int] = set()
+        self.moved: dict[int, StoredIssue] = {}  # old number here -> the issue in its new home
         self.labels: dict[str, JSON] = {}
         self.requests: list[Recorded] = []
         self.failures: list[Failure] = []
+        self._clock = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -167,15 +202,45 @@ class GitHubStandIn:
         labels: Iterable[str] = (),
         *,
         state: str = "open",
+        state_reason: str | None = None,
         pull: bool = False,
     ) -> int:
         with self._lock:
+            for name in labels:
+                self.labels.setdefault(name, {"color": "ededed", "description": None})
             issue = self._new_issue(title, body, list(labels), pull=pull)
-            issue.state = state
+            if state == "closed":
+                self._close(issue, state_reason or "completed")
             return issue.number
 
+    def close_by_hand(self, number: int, reason: str) -> None:
+        """A person closes the issue, e.g. as "not_planned"."""
+        with self._lock:
+            self._close(self.issues[number], reason)
+
+    def delete_issue(self, number: int) -> None:
+        """Deleted by an admin: GitHub answers 410 for it from now on."""
+        with self._lock:
+            del self.issues[number]
+            self.deleted.add(number)
+
+    def transfer_issue(self, number: int, to: str = "acme/elsewhere") -> StoredIssue:
+        """Transferred to another repository, where it gets a number of its own."""
+        with self._lock:
+            issue = self.issues.pop(number)
+            issue.repository, issue.number = to, 9000 + number
+            self.moved[number] = issue
+            return issue
+
+    def lock_issue(self, number: int) -> None:
+        with self._lock:
+            self.issues[number].locked = True
+
     def open_issues(self) -> list[StoredIssue]:
-        return [issue for issue in self.issues.values() if issue.state == "open"]
+        return [i for i in self.issues.values() if i.state == "open" and not i.pull]
+
+    def pulls(self) -> list[StoredIssue]:
+        return [issue for issue in self.issues.values() if issue.pull]
 
     def calls(self, method: str | None = None, path: str = "") -> list[Recorded]:
         """Recorded requests with this method whose path (after the prefix) matches a regex."""
@@ -200,6 +265,8 @@ class GitHubStandIn:
         if not parsed.path.startswith(self.prefix + "/"):
             return _not_found()
         path = parsed.path[len(self.prefix) :]
+        if failure is not None and failure.mode == "stale":
+            return Reply(200, [])
         if failure is not None and failure.mode != "slow":
             return _failure(failure.mode)
         if headers.get("Authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
@@ -211,12 +278,22 @@ class GitHubStandIn:
         return reply
 
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Reply:
+        moved = re.fullmatch(r"/repositories/\d+/issues/(\d+)(/comments)?", path)
+        if moved:
+            found = [i for i in self.moved.values() if i.number == int(moved.group(1))]
+            return (
+                self._on_issue(method, moved.group(2) or "", found[0], body)
+                if found
+                else _not_found()
+            )
         repo = f"/repos/{self.owner}/{self.name}"
         if not (path == repo or path.startswith(repo + "/")):
             return _not_found()
         rest = path[len(repo) :]
         if rest == "" and method == "GET":
             return Reply(200, self._repo_json())
+        if rest.startswith("/issues") and not self.has_issues:
+            return _failure("issues-disabled")
         if rest == "/issues" and method == "GET":
             return self._list_issues(path, query)
         if rest == "/issues" and method == "POST":
@@ -228,23 +305,57 @@ class GitHubStandIn:
         if (match := re.fullmatch(r"/labels/([^/]+)", rest)) and method == "GET":
             name = urllib.parse.unquote(match.group(1))
             return Reply(200, self._label_json(name)) if name in self.labels else _not_found()
+        if rest.startswith("/pulls"):
+            return self._on_pulls(method, rest, query, body)
         match = re.fullmatch(r"/issues/(\d+)(/comments|/assignees)?", rest)
-        if match is None or int(match.group(1)) not in self.issues:
+        if match is None:
             return _not_found()
-        issue = self.issues[int(match.group(1))]
-        return self._on_issue(method, match.group(2) or "", issue, body)
+        number, sub = int(match.group(1)), match.group(2) or ""
+        if number in self.deleted:
+            return Reply(410, {"message": "This issue was deleted", "documentation_url": DOCS})
+        if number in self.moved:
+            home = self.moved[number]
+            location = f"{self.url}/repositories/{zlib.crc32(home.repository.encode())}"
+            location += f"/issues/{home.number}{sub}"
+            message = {"message": "Moved Permanently", "url": location, "documentation_url": DOCS}
+            return Reply(301, message, {"Location": location})
+        if number not in self.issues:
+            return _not_found()
+        return self._on_issue(method, sub, self.issues[number], body)
 
     def _on_issue(self, method: str, sub: str, issue: StoredIssue, body: Any) -> Reply:
         if sub == "" and method == "GET":
             return Reply(200, self._issue_json(issue))
         if sub == "" and method == "PATCH":
-            for field in ("title", "body", "state", "state_reason"):
+            if len(body.get("body") or "") > MAX_BODY:
+                return _too_long("Issue")
+            if body.get("state_reason") not in (
+                None,
+                "completed",
+                "not_planned",
+                "duplicate",
+                "reopened",
+            ):
+                return _failure("422")
+            for field in ("title", "body"):
                 if field in body:
                     setattr(issue, field, body[field])
-            if body.get("state") == "closed" and "state_reason" not in body:
-                issue.state_reason = "completed"
+            if body.get("state") == "closed" and issue.state != "closed":
+                self._close(issue, body.get("state_reason") or "completed")
+            elif body.get("state") == "open" and issue.state != "open":
+                issue.state, issue.state_reason, issue.closed_at = "open", "reopened", None
             return Reply(200, self._issue_json(issue))
         if sub == "/comments" and method == "POST":
+            if issue.locked:
+                return Reply(
+                    403,
+                    {
+                        "message": "Unable to create comment because issue is locked.",
+                        "documentation_url": "https://docs.github.com/articles/locking-conversations/",
+                    },
+                )
+            if len(body["body"]) > MAX_BODY:
+                return _too_long("IssueComment")
             issue.comments.append(body["body"])
             return Reply(201, self._comment_json(issue, len(issue.comments)))
         if sub == "/comments" and method == "GET":
@@ -267,31 +378,40 @@ class GitHubStandIn:
             if state in ("all", issue.state)
             and all(n in [label.lower() for label in issue.labels] for n in wanted)
         ]
+        if query.get("sort", [""])[0] == "updated":  # closing is the last update here
+            found.sort(key=lambda i: i.closed_at or i.created_at, reverse=True)
+        return self._page(path, query, [self._issue_json(issue) for issue in found])
+
+    def _page(self, path: str, query: dict[str, list[str]], items: list[JSON]) -> Reply:
         per_page = int(query.get("per_page", ["30"])[0])
         page = int(query.get("page", ["1"])[0])
-        last = max(1, -(-len(found) // per_page))
+        last = max(1, -(-len(items) // per_page))
         headers = {}
         if page < last:
 
             def link(number: int) -> str:
                 params = {k: v[0] for k, v in query.items()} | {"page": str(number)}
-                return f"<{self._base()}{path}?{urllib.parse.urlencode(params)}>"
+                return f"<{self.url}{path}?{urllib.parse.urlencode(params)}>"
 
             headers["Link"] = f'{link(page + 1)}; rel="next", {link(last)}; rel="last"'
-        chosen = found[(page - 1) * per_page : page * per_page]
-        return Reply(200, [self._issue_json(issue) for issue in chosen], headers)
+        return Reply(200, items[(page - 1) * per_page : page * per_page], headers)
 
     def _create_issue(self, body: JSON) -> Reply:
         assignees = body.get("assignees", [])
         if any(login.lower() not in self.assignable for login in assignees):
             return _failure("422")
-        for name in body.get("labels", []):
+        if len(body.get("body") or "") > MAX_BODY:
+            return _too_long("Issue")
+        labels = body.get("labels", []) if self.triage else []  # dropped without a word
+        for name in labels:
             self.labels.setdefault(name, {"color": "ededed", "description": None})
-        issue = self._new_issue(body["title"], body.get("body") or "", body.get("labels", []))
+        issue = self._new_issue(body["title"], body.get("body") or "", labels)
         issue.assignees = list(assignees)
         return Reply(201, self._issue_json(issue))
 
     def _create_label(self, body: JSON) -> Reply:
+        if not self.triage:
+            return _failure("read-only")
         if body["name"] in self.labels:
             return Reply(
                 422,
@@ -306,17 +426,63 @@ class GitHubStandIn:
         }
         return Reply(201, self._label_json(body["name"]))
 
+    # --- pull requests: issues with a head and a base, as GitHub numbers them
+
+    def _on_pulls(self, method: str, rest: str, query: dict[str, list[str]], body: Any) -> Reply:
+        if rest == "/pulls" and method == "GET":
+            state, head = query.get("state", ["open"])[0], query.get("head", [""])[0]
+            base = query.get("base", [""])[0]
+            found = [
+                self._pull_json(pull)
+                for pull in sorted(self.pulls(), key=lambda p: -p.number)
+                if state in ("all", pull.state)
+                and (not head or f"{self.owner}:{pull.head}" == head)
+                and (not base or pull.base == base)
+            ]
+            return self._page(f"/repos/{self.repository}/pulls", query, found)
+        if rest == "/pulls" and method == "POST":
+            head = body["head"].removeprefix(f"{self.owner}:")
+            if any(
+                p.state == "open" and (p.head, p.base) == (head, body["base"]) for p in self.pulls()
+            ):
+                return _pull_exists(f"{self.owner}:{head}")
+            pull = self._new_issue(body.get("title") or head, body.get("body") or "", [], pull=True)
+            pull.head, pull.base = head, body["base"]
+            return Reply(201, self._pull_json(pull))
+        match = re.fullmatch(r"/pulls/(\d+)", rest)
+        pull = self.issues.get(int(match.group(1))) if match else None
+        if pull is None or not pull.pull:
+            return _not_found()
+        if method == "PATCH":
+            if len(body.get("body") or "") > MAX_BODY:
+                return _too_long("PullRequest")
+            for field in ("title", "body"):
+                if field in body:
+                    setattr(pull, field, body[field])
+        return Reply(200, self._pull_json(pull))
+
     def _new_issue(
         self, title: str, body: str, labels: list[str], *, pull: bool = False
     ) -> StoredIssue:
         number = max(self.issues, default=0) + 1
-        self.issues[number] = StoredIssue(number, title, body, labels, pull=pull)
+        number = max(number, max(self.deleted | set(self.moved), default=0) + 1)
+        self._clock += dt.timedelta(minutes=1)
+        self.issues[number] = StoredIssue(
+            number,
+            title,
+            body,
+            labels,
+            pull=pull,
+            repository=self.repository,
+            created_at=_text(self._clock),
+        )
         return self.issues[number]
 
-    # --- JSON as GitHub shapes it
+    def _close(self, issue: StoredIssue, reason: str) -> None:
+        self._clock += dt.timedelta(minutes=1)
+        issue.state, issue.state_reason, issue.closed_at = "closed", reason, _text(self._clock)
 
-    def _base(self) -> str:
-        return self.url
+    # --- JSON as GitHub shapes it
 
     def _repo_json(self) -> JSON:
         return {
@@ -324,10 +490,10 @@ class GitHubStandIn:
             "node_id": "R_1",
             "name": self.name,
             "full_name": self.repository,
-            "owner": _user_json(self.owner, self._base()),
+            "owner": _user_json(self.owner, self.url),
             "private": False,
-            "url": f"{self._base()}/repos/{self.repository}",
-            "has_issues": True,
+            "url": f"{self.url}/repos/{self.repository}",
+            "has_issues": self.has_issues,
             "html_url": f"http://127.0.0.1:{self.port}/{self.repository}",
         }
 
@@ -339,11 +505,11 @@ class GitHubStandIn:
             "color": label["color"],
             "description": label["description"],
             "default": False,
-            "url": f"{self._base()}/repos/{self.repository}/labels/{urllib.parse.quote(name)}",
+            "url": f"{self.url}/repos/{self.repository}/labels/{urllib.parse.quote(name)}",
         }
 
     def _issue_json(self, issue: StoredIssue) -> JSON:
-        url = f"{self._base()}/repos/{self.repository}/issues/{issue.number}"
+        url = f"{self.url}/repos/{issue.repository}/issues/{issue.number}"
         kind = "pull" if issue.pull else "issues"
         data: JSON = {
             "id": 1000 + issue.number,
@@ -353,36 +519,57 @@ class GitHubStandIn:
             "body": issue.body,
             "state": issue.state,
             "state_reason": issue.state_reason,
-            "locked": False,
+            "locked": issue.locked,
             "labels": [self._label_json(name) for name in issue.labels if name in self.labels],
-            "assignees": [_user_json(login, self._base()) for login in issue.assignees],
-            "assignee": (_user_json(issue.assignees[0], self._base()) if issue.assignees else None),
+            "assignees": [_user_json(login, self.url) for login in issue.assignees],
+            "assignee": (_user_json(issue.assignees[0], self.url) if issue.assignees else None),
             "url": url,
+            "repository_url": f"{self.url}/repos/{issue.repository}",
             "comments_url": f"{url}/comments",
             "comments": len(issue.comments),
-            "html_url": f"http://127.0.0.1:{self.port}/{self.repository}/{kind}/{issue.number}",
-            "user": _user_json("github-actions[bot]", self._base()),
-            "created_at": _now(),
-            "updated_at": _now(),
-            "closed_at": None,
+            "html_url": f"http://127.0.0.1:{self.port}/{issue.repository}/{kind}/{issue.number}",
+            "user": _user_json("github-actions[bot]", self.url),
+            "created_at": issue.created_at,
+            "updated_at": issue.closed_at or issue.created_at,
+            "closed_at": issue.closed_at,
         }
         if issue.pull:
             data["pull_request"] = {"url": url.replace("/issues/", "/pulls/")}
         return data
 
+    def _pull_json(self, pull: StoredIssue) -> JSON:
+        url = f"{self.url}/repos/{self.repository}/pulls/{pull.number}"
+        return {
+            "id": 5000 + pull.number,
+            "number": pull.number,
+            "title": pull.title,
+            "body": pull.body,
+            "state": pull.state,
+            "url": url,
+            "html_url": f"http://127.0.0.1:{self.port}/{self.repository}/pull/{pull.number}",
+            "issue_url": f"{self.url}/repos/{self.repository}/issues/{pull.number}",
+            "head": {"ref": pull.head, "label": f"{self.owner}:{pull.head}", "sha": "0" * 40},
+            "base": {"ref": pull.base, "label": f"{self.owner}:{pull.base}", "sha": "1" * 40},
+            "user": _user_json("github-actions[bot]", self.url),
+            "merged": False,
+            "draft": False,
+            "created_at": pull.created_at,
+            "updated_at": pull.created_at,
+        }
+
     def _comment_json(self, issue: StoredIssue, index: int) -> JSON:
-        issue_url = f"{self._base()}/repos/{self.repository}/issues/{issue.number}"
+        issue_url = f"{self.url}/repos/{issue.repository}/issues/{issue.number}"
         return {
             "id": issue.number * 1000 + index,
             "body": issue.comments[index - 1],
-            "url": f"{self._base()}/repos/{self.repository}/issues/comments/"
+            "url": f"{self.url}/repos/{issue.repository}/issues/comments/"
             f"{issue.number * 1000 + index}",
-            "html_url": f"http://127.0.0.1:{self.port}/{self.repository}/issues/"
+            "html_url": f"http://127.0.0.1:{self.port}/{issue.repository}/issues/"
             f"{issue.number}#issuecomment-{issue.number * 1000 + index}",
             "issue_url": issue_url,
-            "user": _user_json("github-actions[bot]", self._base()),
-            "created_at": _now(),
-            "updated_at": _now(),
+            "user": _user_json("github-actions[bot]", self.url),
+            "created_at": issue.created_at,
+            "updated_at": issue.created_at,
         }
 
 
@@ -395,16 +582,50 @@ def _user_json(login: str, base: str) -> JSON:
     }
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _text(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _not_found() -> Reply:
-    return Reply(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+    return Reply(404, {"message": "Not Found", "documentation_url": DOCS})
+
+
+def _pull_exists(label: str) -> Reply:
+    error = {
+        "resource": "PullRequest",
+        "code": "custom",
+        "message": f"A pull request already exists for {label}.",
+    }
+    return Reply(
+        422,
+        {
+            "message": "Validation Failed",
+            "errors": [error],
+            "documentation_url": f"{DOCS}/pulls/pulls#create-a-pull-request",
+        },
+    )
+
+
+def _too_long(resource: str) -> Reply:
+    return Reply(
+        422,
+        {
+            "message": "Validation Failed",
+            "errors": [
+                {
+                    "resource": resource,
+                    "code": "custom",
+                    "field": "body",
+                    "message": "body is too long (maximum is 65536 characters)",
+                }
+            ],
+            "documentation_url": f"{DOCS}/issues/issues#create-an-issue",
+        },
+    )
 
 
 def _failure(mode: str) -> Reply:
-    docs = {"documentation_url": "https://docs.github.com/rest"}
+    docs = {"documentation_url": DOCS}
     if mode in ("500", "503"):
         return Reply(int(mode), {"message": "Server Error", **docs})
     if mode == "502":  # GitHub's load balancer answers in HTML, not JSON
@@ -413,10 +634,10 @@ def _failure(mode: str) -> Reply:
         )
     if mode == "401":
         return Reply(401, {"message": "Bad credentials", **docs})
-    if mode == "rate-limit":
+    if mode in ("rate-limit", "rate-limit-429"):
         reset = int(time.time()) + 3 * 3600
         return Reply(
-            403,
+            403 if mode == "rate-limit" else 429,
             {"message": "API rate limit exceeded for installation ID 4242.", **docs},
             {
                 "X-RateLimit-Limit": "5000",
@@ -426,16 +647,15 @@ def _failure(mode: str) -> Reply:
                 "X-RateLimit-Resource": "core",
             },
         )
-    if mode == "secondary-rate-limit":
-        return Reply(
-            403,
-            {
-                "message": "You have exceeded a secondary rate limit. Please wait a "
-                "few minutes before you try again.",
-                **docs,
-            },
-            {"Retry-After": "3600"},
-        )
+    if mode.startswith("secondary-rate-limit"):
+        message = {
+            "message": "You have exceeded a secondary rate limit. Please wait a "
+            "few minutes before you try again.",
+            **docs,
+        }
+        status = 429 if mode.endswith("429") else 403
+        headers = {} if mode.endswith("no-retry-after") else {"Retry-After": "3600"}
+        return Reply(status, message, {"X-RateLimit-Remaining": "4000", **headers})
     if mode == "read-only":
         return Reply(403, {"message": "Resource not accessible by integration", **docs})
     if mode == "422":
@@ -445,6 +665,22 @@ def _failure(mode: str) -> Reply:
                 "message": "Validation Failed",
                 "errors": [{"resource": "Issue", "code": "invalid", "field": "assignees"}],
                 **docs,
+            },
+        )
+    if mode == "issues-disabled":
+        return Reply(
+            410,
+            {
+                "message": "Issues are disabled for this repo",
+                "documentation_url": f"{DOCS}/issues/issues#list-repository-issues",
+            },
+        )
+    if mode == "actions-may-not-create-pulls":
+        return Reply(
+            403,
+            {
+                "message": "GitHub Actions is not permitted to create or approve pull requests.",
+                "documentation_url": f"{DOCS}/pulls/pulls#create-a-pull-request",
             },
         )
     raise AssertionError(mode)

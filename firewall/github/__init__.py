@@ -1,4 +1,7 @@
-"""GitHub: annotations, step outputs, the summary file, issues. The only place that talks to it."""
+"""GitHub: annotations, step outputs, the summary file, issues, the rolling pull request.
+
+The only place that talks to it; PyGithub is imported in ``client`` alone.
+"""
 
 from firewall.output import in_actions
 

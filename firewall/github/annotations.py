@@ -24,6 +24,12 @@ KINDS: tuple[Kind, ...] = ("error", "warning", "notice")
 PER_STEP = 10
 """GitHub shows at most this many annotations of each kind per step."""
 
+MORE_IN = "the job summary and the JSON report"
+"""Where the notice says the evals left out are, when the job summary was written."""
+
+TITLE = "Flakiness Firewall"
+"""The title of the firewall's own warnings (GitHub unreachable, a file not written)."""
+
 MESSAGE_LIMIT = 4000
 """Characters of a reason kept in an annotation; the job summary and the artefact keep it all."""
 
@@ -75,9 +81,17 @@ def annotations_for(
     overdue: Sequence[str] = (),
     workspace: Path | None = None,
     limit: int = PER_STEP,
+    problems: Sequence[str] = (),
+    more_in: str = MORE_IN,
 ) -> list[str]:
-    """The run's annotations, worst first, at most ``limit`` of each kind, then a
-    notice saying how many were left out (they are all in the job summary).
+    """Every annotation of the step, in one budget: at most ``limit`` of each kind, the
+    worst first, then a notice saying how many were left out and where they are.
+
+    The firewall's own ``problems`` (GitHub failing, a file not written) come first
+    among the warnings and are never the ones cut: an eval's warning is in the job
+    summary and the report anyway, a problem of the firewall is nowhere else. The
+    notice is the step's only notice, so it is never itself dropped; ``more_in``
+    is where it says the rest is (no job summary when it could not be written).
 
     ``workspace`` is ``$GITHUB_WORKSPACE``: annotation paths must be relative
     to it, while the artefact's are relative to the working directory.
@@ -99,18 +113,29 @@ def annotations_for(
         )
         for eval_id in overdue
     ]
-    lines = errors[:limit] + warnings[:limit]
-    left_out = _left_out(("error", len(errors) - limit), ("warning", len(warnings) - limit))
+    own = problem_annotations(problems, limit=limit)
+    room = limit - len(own)
+    lines = errors[:limit] + own + warnings[:room]
+    left_out = _left_out(("error", len(errors) - limit), ("warning", len(warnings) - room))
     if left_out:
         lines.append(
             annotation(
                 "notice",
                 f"{left_out} not annotated (GitHub shows {limit} of each kind per step); "
-                "every eval is in the job summary and the JSON report",
-                title="More results in the job summary",
+                f"every eval is in {more_in}",
+                title="More results in the job summary" if more_in == MORE_IN else "More results",
             )
         )
     return lines
+
+
+def problem_annotations(problems: Sequence[str], *, limit: int = PER_STEP) -> list[str]:
+    """The firewall's own warnings, at most ``limit``: the last one holds any beyond it."""
+    texts = [_one_line(problem) for problem in problems]
+    if len(texts) > limit:
+        rest = texts[limit - 1 :]
+        texts = [*texts[: limit - 1], f"{len(rest)} problems: " + " | ".join(rest)]
+    return [annotation("warning", _one_line(text), title=TITLE) for text in texts]
 
 
 def _is_error(report: EvalReport) -> bool:

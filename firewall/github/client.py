@@ -1,22 +1,29 @@
-"""The GitHub side of the issue tracker: the only module that imports PyGithub.
+"""The REST calls to GitHub, through PyGithub: the only module that imports it.
 
 GitHub is a side effect that must never hang or change a gate's decision: few,
 bounded retries, no waiting for a rate limit to reset, and every failure is an
 ``IssueError`` whose one line says what failed. The token is never printed.
+
+Two kinds of failure (``Session.calling``): what stops every issue (GitHub
+down or unreachable, a bad or read-only token, a rate limit, issues disabled)
+is an ``IssueError``; what concerns one issue, in a block that names its eval
+(deleted, not found, locked, a 422 on that issue), is an ``IssueGone`` or an
+``IssueRefused`` that costs only that eval. A transferred issue is followed by
+PyGithub (GitHub answers 301) to the repository it now lives in, and
+``IssueView.repository`` says which.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
-import http
+import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 
 import requests
-from github import Auth, Github, GithubException, RateLimitExceededException
+from github import Auth, Github, GithubException
 from github.Issue import Issue
 from github.Repository import Repository
 from urllib3.connectionpool import ConnectionPool
@@ -24,25 +31,20 @@ from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
-from firewall.errors import IssueError
-from firewall.github.issues import (
-    DEFAULT_LABEL,
-    IssueContext,
-    issue_title,
-    marked_eval,
-    quarantine_view,
-    recorded_state,
-    render_body,
-    render_template,
-    replace_status,
-    status_view,
-)
-from firewall.lifecycle import Event
+from firewall.errors import IssueError, IssueGone, IssueRefused, PullRequestNotPermitted
+from firewall.github.issue_api import IssueView
+from firewall.github.issues import DEFAULT_LABEL
+from firewall.github.markers import fit
+from firewall.github.problems import http_problem, message_of, network_problem
+from firewall.github.proposals import Proposal
+from firewall.github.tracker import IssueBook
 
 DEFAULT_API_URL = "https://api.github.com"
 LABEL_COLOUR = "d93f0b"
 LABEL_DESCRIPTION = "An eval the flakiness firewall quarantined"
 MAX_WAIT_S = 10.0  # the longest a CI step waits on GitHub before giving up until the next run
+
+_REPOSITORY_IN_URL = re.compile(r"/repos/([^/]+/[^/]+)/(?:issues|pulls)/\d+$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,22 +98,12 @@ def _retry(transport: Transport) -> Retry:
     )
 
 
-class GitHubIssues:
-    """The tracker on a real GitHub (or GitHub Enterprise) repository, through PyGithub."""
+class Session:
+    """One repository through PyGithub, and the translation of its failures."""
 
-    def __init__(
-        self,
-        repository: str,
-        token: str,
-        *,
-        labels: Sequence[str] = (DEFAULT_LABEL,),
-        base_url: str = DEFAULT_API_URL,
-        transport: Transport = Transport(),
-    ) -> None:
+    def __init__(self, repository: str, token: str, *, base_url: str, transport: Transport) -> None:
         self.repository = repository
-        self.labels = list(labels) or [DEFAULT_LABEL]
         self.base_url = base_url.rstrip("/")
-        self.notes: list[str] = []  # what was done only in part, e.g. an owner not assigned
         self._token = token
         self._transport = transport
         self._client = Github(
@@ -124,229 +116,273 @@ class GitHubIssues:
             seconds_between_writes=transport.write_gap or None,
         )
         self._repo: Repository | None = None
-        self._open: dict[str, Issue] | None = None
-        self._labels_ready = False
 
     def __repr__(self) -> str:
-        return f"GitHubIssues({self.repository!r}, base_url={self.base_url!r})"
-
-    def open_or_comment(self, eval_id: str, ctx: IssueContext) -> int:
-        action = f"open an issue for {eval_id}"
-        existing = self._open_issue_objects(action).get(eval_id)
-        if existing is not None:
-            with self._calling(f"comment on issue #{existing.number} for {eval_id}"):
-                existing.create_comment(
-                    render_template(
-                        "issue_comment_quarantined.md.j2", **quarantine_view(eval_id, ctx)
-                    )
-                )
-            return existing.number
-        with self._calling(action):
-            self._ensure_labels()
-            issue = self._repository().create_issue(
-                title=issue_title(eval_id), body=render_body(eval_id, ctx), labels=self.labels
-            )
-        self._open_issue_objects(action)[eval_id] = issue
-        owner = ctx.entry.owner or (ctx.report.owner if ctx.report else None)
-        if owner:
-            self._assign(eval_id, issue, owner)
-        return issue.number
-
-    def update_status(self, eval_id: str, issue: int, ctx: IssueContext, event: Event) -> None:
-        action = f"update issue #{issue} for {eval_id}"
-        found = self._marked_issue(eval_id, issue, action)
-        body = found.body or ""
-        state = "unstable" if event.kind == "quarantined" else event.kind
-        block = render_template("issue_status.md.j2", status=status_view(ctx, event, state))
-        updated = replace_status(body, block)
-        if updated != body:
-            with self._calling(action):
-                found.edit(body=updated)
-        comment = render_template("issue_comment_event.md.j2", **dataclasses.asdict(event))
-        if event.kind == "released":
-            if found.state != "closed":
-                self._close(eval_id, found, comment)
-        elif recorded_state(body) != state:  # every stable night changes only the block
-            with self._calling(f"comment on issue #{issue} for {eval_id}"):
-                found.create_comment(comment)
-
-    def close(self, eval_id: str, issue: int | None, message: str) -> None:
-        action = f"close the issue for {eval_id}"
-        number = issue if issue is not None else self.open_issues().get(eval_id)
-        if number is None:
-            return
-        found = self._marked_issue(eval_id, number, action)
-        if found.state != "closed":  # closed by hand already: nothing left to say
-            self._close(
-                eval_id,
-                found,
-                render_template("issue_comment_closed.md.j2", eval_id=eval_id, message=message),
-            )
-
-    def open_issues(self) -> dict[str, int]:
-        action = f"list the open issues labelled {self.labels[0]}"
-        return {
-            eval_id: issue.number for eval_id, issue in self._open_issue_objects(action).items()
-        }
-
-    # --- the calls behind them
+        return f"{type(self).__name__}({self.repository!r}, base_url={self.base_url!r})"
 
     @contextlib.contextmanager
-    def _calling(self, action: str) -> Iterator[None]:
+    def calling(
+        self, action: str, *, eval_id: str | None = None, number: int | None = None
+    ) -> Iterator[None]:
         """Turn whatever PyGithub or the network raises into one IssueError line."""
         try:
             yield
         except GithubException as exc:
-            message = f"GitHub refused to {action}: {_http_problem(exc)}"
+            error = _refusal(action, exc, eval_id, number)
         except requests.RequestException as exc:
-            message = (
+            error = IssueError(
                 f"could not reach GitHub at {self.base_url} to {action}: "
-                f"{_network_problem(exc, self._transport.timeout)}"
+                f"{network_problem(exc, self._transport.timeout)}"
             )
+        except RuntimeError as exc:  # PyGithub refuses a redirect to another host or scheme
+            if "redirect" not in str(exc):
+                raise
+            error = IssueError(f"GitHub sent the request to {action} elsewhere: {exc}")
         else:
             return
+        error.args = (self._scrub(str(error)),)
         # `from None`: the request behind the exception carries the token in its headers.
-        raise IssueError(message.replace(self._token, "***") if self._token else message) from None
+        raise error from None
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._token, "***") if self._token else text
 
     def _repository(self) -> Repository:
         if self._repo is None:
-            self._repo = self._client.get_repo(self.repository)
+            repo = self._client.get_repo(self.repository)
+            if repo.has_issues is False:
+                raise IssueError(
+                    f"issues are disabled in {self.repository}: enable them (Settings -> "
+                    "General -> Features -> Issues) or turn the firewall's issues off with "
+                    "`[github] issues = false`"
+                )
+            self._repo = repo
         return self._repo
 
-    def _open_issue_objects(self, action: str) -> dict[str, Issue]:
-        if self._open is None:
-            found: dict[str, Issue] = {}
-            with self._calling(action):
-                for issue in self._repository().get_issues(state="open", labels=[self.labels[0]]):
-                    # `pull_request` would cost a request per issue; the URL tells as much.
-                    eval_id = marked_eval(issue.body or "")
-                    if "/pull/" in issue.html_url or eval_id is None:
-                        continue
-                    if eval_id not in found or issue.number < found[eval_id].number:
-                        found[eval_id] = issue  # a duplicate: keep the oldest
-            self._open = found
-        return self._open
 
-    def _marked_issue(self, eval_id: str, number: int, action: str) -> Issue:
-        with self._calling(action):
-            issue = self._repository().get_issue(number)
-        if marked_eval(issue.body or "") != eval_id:
-            raise IssueError(
-                f"issue #{number} is not the firewall's issue for {eval_id} (no "
-                f"marker <!-- firewall:eval={eval_id} --> in its body); left it "
-                f"alone; set its `issue` to null in the registry to open a new one"
-            )
-        return issue
+class RestIssues(Session):
+    """``tracker.IssueAPI`` through PyGithub; bodies are cut to GitHub's limit on the way out."""
 
-    def _ensure_labels(self) -> None:
-        if self._labels_ready:
-            return
+    def __init__(self, repository: str, token: str, *, base_url: str, transport: Transport) -> None:
+        super().__init__(repository, token, base_url=base_url, transport=transport)
+        self._issues: dict[int, Issue] = {}  # as last seen, so a change needs no extra read
+
+    def list_issues(self, *, state: str, label: str | None, limit: int) -> list[IssueView]:
+        repo = self._repository()
+        if label is not None and state == "closed":  # the latest closings first
+            listing = repo.get_issues(state=state, labels=[label], sort="updated", direction="desc")
+        elif label is not None:
+            listing = repo.get_issues(state=state, labels=[label])
+        else:
+            listing = repo.get_issues(state=state)
+        return [self._keep(issue) for issue in itertools.islice(listing, limit)]
+
+    def get_issue(self, number: int) -> IssueView:
+        return self._keep(self._repository().get_issue(number))
+
+    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> IssueView:
+        return self._keep(
+            self._repository().create_issue(title=title, body=fit(body), labels=list(labels))
+        )
+
+    def edit_issue(self, number: int, *, title: str | None = None, body: str | None = None) -> None:
+        issue = self._issue(number)
+        if title is not None:
+            issue.edit(title=title)
+        if body is not None:
+            issue.edit(body=fit(body))
+
+    def close_issue(self, number: int, reason: str) -> None:
+        issue = self._issue(number)
+        try:
+            issue.edit(state="closed", state_reason=reason)
+        except GithubException as exc:
+            # PyGithub (2.1.1 on) passes any reason through; a GitHub Enterprise Server that
+            # predates "duplicate" answers 422: closed as completed, the comment says the rest.
+            if exc.status != 422 or reason == "completed":
+                raise
+            issue.edit(state="closed", state_reason="completed")
+
+    def comment(self, number: int, body: str) -> None:
+        self._issue(number).create_comment(fit(body))
+
+    def comment_bodies(self, number: int) -> list[str]:
+        return [comment.body or "" for comment in self._issue(number).get_comments()]
+
+    def ensure_labels(self, names: Sequence[str]) -> str | None:
         repo = self._repository()
         present = {label.name.lower() for label in repo.get_labels()}
-        for name in self.labels:
+        for name in names:
             if name.lower() in present:
                 continue
             try:
                 repo.create_label(name, LABEL_COLOUR, LABEL_DESCRIPTION)
             except GithubException as exc:
-                if exc.status != 422:  # 422: a concurrent run created it first
-                    raise
-        self._labels_ready = True
+                if exc.status == 422:  # a concurrent run created it first
+                    continue
+                if exc.status in (403, 404) and "rate limit" not in message_of(exc.data).lower():
+                    return self._scrub(_problem(exc))  # the issue may still be opened
+                raise
+        return None
 
-    def _assign(self, eval_id: str, issue: Issue, owner: str) -> None:
-        login = owner.removeprefix("@")
-        why = "a team cannot be assigned" if "/" in login else ""
-        if not why:
+    def assign(self, number: int, login: str) -> list[str]:
+        issue = self._issue(number)
+        issue.add_to_assignees(login)
+        return [user.login for user in issue.assignees]
+
+    def _issue(self, number: int) -> Issue:
+        if number not in self._issues:
+            self._issues[number] = self._repository().get_issue(number)
+        return self._issues[number]
+
+    def _keep(self, issue: Issue) -> IssueView:
+        view = _view(issue)
+        if view.repository.lower() == self.repository.lower():
+            self._issues[issue.number] = issue
+        return view
+
+
+class GitHubIssues(IssueBook):
+    """The tracker on a real GitHub (or GitHub Enterprise) repository."""
+
+    def __init__(
+        self,
+        repository: str,
+        token: str,
+        *,
+        labels: Sequence[str] = (DEFAULT_LABEL,),
+        base_url: str = DEFAULT_API_URL,
+        transport: Transport = Transport(),
+    ) -> None:
+        self.rest = RestIssues(repository, token, base_url=base_url, transport=transport)
+        super().__init__(self.rest, labels)
+        self.repository = repository
+        self.base_url = self.rest.base_url
+
+    def __repr__(self) -> str:
+        return f"GitHubIssues({self.repository!r}, base_url={self.base_url!r})"
+
+
+class GitHubPullRequests(Session):
+    """``proposals.PullRequests`` on GitHub: one open pull request per head branch."""
+
+    def propose(self, *, head: str, base: str, title: str, body: str) -> Proposal:
+        owner = self.repository.split("/")[0]
+        existing = self._open_pull(owner, head, base)
+        if existing is not None:
+            return self._update(existing, head, title, body)
+        with self.calling(f"open a pull request from {head} into {base}"):
             try:
-                with self._calling(f"assign {login} to issue #{issue.number}"):
-                    issue.add_to_assignees(login)
-            except IssueError as exc:
-                why = str(exc)
-            else:
-                # GitHub answers 201 and quietly drops a login it cannot assign.
-                if all(user.login.lower() != login.lower() for user in issue.assignees):
-                    why = "GitHub did not accept the login as an assignee"
-        if why:
-            self.notes.append(
-                f"issue #{issue.number} for {eval_id} is unassigned: could not "
-                f"assign owner {login}: {why}"
-            )
-            with contextlib.suppress(IssueError), self._calling(f"comment on #{issue.number}"):
-                issue.create_comment(
-                    render_template("issue_comment_unassigned.md.j2", owner=login, why=why)
+                pull = self._repository().create_pull(
+                    base=base, head=head, title=title, body=fit(body)
                 )
+            except GithubException as exc:
+                message = _problem(exc).lower()  # a 422 says why in its `errors`
+                if exc.status == 403 and "not permitted to create or approve" in message:
+                    raise PullRequestNotPermitted(_not_permitted(self.repository)) from None
+                if exc.status != 422 or "already exists" not in message:
+                    raise
+                existing = self._open_pull(owner, head, base)  # a concurrent run opened it
+                if existing is None:
+                    raise
+                return self._update(existing, head, title, body)
+        return Proposal(number=pull.number, url=pull.html_url, created=True)
 
-    def _close(self, eval_id: str, issue: Issue, comment: str) -> None:
-        with self._calling(f"close issue #{issue.number} for {eval_id}"):
-            issue.create_comment(comment)
-            issue.edit(state="closed", state_reason="completed")
-        if self._open is not None and eval_id in self._open:
-            del self._open[eval_id]
+    def _open_pull(self, owner: str, head: str, base: str) -> Proposal | None:
+        with self.calling(f"find the open pull request from {head} into {base}"):
+            pulls = self._repository().get_pulls(state="open", head=f"{owner}:{head}", base=base)
+            pull = next(iter(pulls), None)
+        return None if pull is None else Proposal(number=pull.number, url=pull.html_url)
+
+    def _update(self, existing: Proposal, head: str, title: str, body: str) -> Proposal:
+        with self.calling(f"update pull request #{existing.number} from {head}"):
+            pull = self._repository().get_pull(existing.number)
+            pull.edit(title=title, body=fit(body))
+        return existing
 
 
 def from_environment(
     labels: Sequence[str], env: Mapping[str, str], *, transport: Transport = Transport()
 ) -> GitHubIssues | None:
     """The tracker for the repository Actions runs in; None without a token and a repository."""
+    found = _repository_and_token(env)
+    if found is None:
+        return None
+    return GitHubIssues(*found, labels=labels, base_url=_api_url(env), transport=transport)
+
+
+def pull_requests_from_environment(
+    env: Mapping[str, str], *, transport: Transport = Transport()
+) -> GitHubPullRequests | None:
+    """Pull requests for the repository Actions runs in; None without a token and a repository."""
+    found = _repository_and_token(env)
+    if found is None:
+        return None
+    return GitHubPullRequests(*found, base_url=_api_url(env), transport=transport)
+
+
+def _repository_and_token(env: Mapping[str, str]) -> tuple[str, str] | None:
     token, repository = env.get("GITHUB_TOKEN", ""), env.get("GITHUB_REPOSITORY", "")
     if not token or not repository:
         return None
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
         raise IssueError(f"GITHUB_REPOSITORY must be OWNER/NAME, got {repository!r}")
-    return GitHubIssues(
-        repository,
-        token,
-        labels=labels,
-        base_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL,
-        transport=transport,
+    return repository, token
+
+
+def _api_url(env: Mapping[str, str]) -> str:
+    return env.get("GITHUB_API_URL") or DEFAULT_API_URL
+
+
+def _view(issue: Issue) -> IssueView:
+    # Only what the listing's JSON holds: any other attribute costs a request per issue.
+    moved = _REPOSITORY_IN_URL.search(issue.url)
+    return IssueView(
+        number=issue.number,
+        title=issue.title or "",
+        body=issue.body or "",
+        state=issue.state,
+        state_reason=issue.state_reason,
+        labels=tuple(label.name for label in issue.labels),
+        repository=moved.group(1) if moved else issue.url,
+        pull="/pull/" in issue.html_url,  # `pull_request` would cost a request per issue
+        comments=issue.comments,
+        created_at=issue.created_at,
+        closed_at=issue.closed_at,
     )
 
 
-# --- failures, in words
-
-
-def _http_problem(exc: GithubException) -> str:
-    status = exc.status
-    data = exc.data
-    message = str(data.get("message") or "") if isinstance(data, dict) else ""
-    headers = {key.lower(): str(value) for key, value in (exc.headers or {}).items()}
-    text = f"{status} {message or _phrase(status)}"
-    if isinstance(exc, RateLimitExceededException) or "rate limit" in message.lower():
-        return f"{text} ({_rate_limit_hint(headers)}; not waiting: the next run tries again)"
-    if status == 401:
-        return f"{text} (is GITHUB_TOKEN valid and unexpired?)"
-    if status == 403 and "not accessible by integration" in message.lower():
-        return (
-            f"{text} (a read-only token on a fork PR? the workflow needs `permissions: "
-            f"issues: write`)"
+def _refusal(
+    action: str, exc: GithubException, eval_id: str | None, number: int | None
+) -> IssueError:
+    """Which IssueError a refusal is: one issue's (with ``eval_id``) or everything's."""
+    status, message = exc.status, message_of(exc.data)
+    said = f"GitHub refused to {action}: {_problem(exc)}"
+    if eval_id is None:
+        return IssueError(said)
+    gone = (status == 410 and "deleted" in message.lower()) or (status == 404 and number)
+    if gone:
+        return IssueGone(
+            f"{said}; the firewall forgets the number of the issue for {eval_id} and finds it "
+            "again by its marker, or opens a new one",
+            eval_id=eval_id,
+            number=number,
         )
-    if status == 404:
-        return f"{text} (does GITHUB_REPOSITORY name the repository, and can the token see it?)"
-    if status >= 500:
-        return f"{text} (GitHub is having trouble; the next run tries again)"
-    return text
+    if (status == 403 and "locked" in message.lower()) or status == 422:
+        return IssueRefused(said, eval_id=eval_id, number=number)
+    return IssueError(said)
 
 
-def _rate_limit_hint(headers: Mapping[str, str]) -> str:
-    if headers.get("retry-after", "").isdigit():
-        return f"GitHub asks to wait {headers['retry-after']} s"
-    reset = headers.get("x-ratelimit-reset", "")
-    if not reset.isdigit():
-        return "rate limited"
-    at = dt.datetime.fromtimestamp(int(reset), dt.timezone.utc)
-    minutes = max(0, round((at - dt.datetime.now(dt.timezone.utc)).total_seconds() / 60))
-    return f"it resets at {at:%H:%M} UTC, in {minutes // 60} h {minutes % 60} min"
+def _problem(exc: GithubException) -> str:
+    return http_problem(exc.status, exc.data, exc.headers)
 
 
-def _network_problem(exc: requests.RequestException, timeout: int) -> str:
-    text = str(exc)
-    if isinstance(exc, requests.Timeout) or "timed out" in text.lower():
-        return f"no answer within {timeout} s"
-    return f"{type(exc).__name__}: {text[:300]}"
-
-
-def _phrase(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return "error"
+def _not_permitted(repository: str) -> str:
+    return (
+        f"GitHub Actions may not open pull requests in {repository}: allow it under Settings "
+        '-> Actions -> General -> Workflow permissions -> "Allow GitHub Actions to create and '
+        "approve pull requests\" (and in the organisation's settings), or pass a GitHub App "
+        "token or a fine-grained personal access token as the action's `github-token` input, "
+        "which also makes the proposal's own checks run (a pull request opened with "
+        "GITHUB_TOKEN starts no workflow runs)"
+    )

@@ -1,49 +1,59 @@
-"""GitHub issues for quarantined evals: the tracker interface, what the issues say, catch-up.
+"""GitHub issues for quarantined evals and candidates: the tracker interface and its values.
 
 The rest of the firewall talks to an ``IssueTracker``: ``client.GitHubIssues``
-does it for real through PyGithub (imported there only, and only when issues
-are on), ``RecordingIssues`` only says what it would do (``--dry-run``,
-``--no-issues``). An issue is found again by its label and the marker
-``<!-- firewall:eval=ID -->`` in its body, so the registry can lose an issue
-number and the next run still finds the issue.
+does it for real (the logic is ``tracker.IssueBook``; PyGithub is imported in
+``client`` only, and only when issues are on), ``RecordingIssues`` only says
+what it would do (``--dry-run``, ``--no-issues``). What the issues say is in
+``issue_text``; the markers they are found by, in ``markers``.
 
-Eval output quoted in an issue cannot ping anyone or break the Markdown:
-``@`` gets a zero-width joiner, quotes are fenced longer than any backtick
-run inside them, and HTML comments are broken so no marker can be forged.
+**Found again.** An eval's issue is the open issue whose body carries the
+marker ``<!-- firewall:eval=ID -->``: looked for first among the issues with
+the label, then (once a run, and only when an issue would otherwise be
+opened) among every open issue, since GitHub silently drops the labels of a
+token without triage access. Of two or more open issues with one marker (two
+concurrent runs each opened one) the oldest is kept and the others are closed
+as duplicates of it.
+
+**Closed as not planned.** A person who closes an eval's issue as "not
+planned" has decided that the quarantine is not worth tracking. The firewall
+never reopens that issue, never comments on it, and opens no new one for the
+eval while the quarantine it was closed under lasts (the entry holds its
+number, or was quarantined before it was closed): the quarantine stays,
+without an open issue, and ``not_planned()`` reports it, so that ``firewall
+status`` can say "issue #N closed as not planned". A quarantine that starts
+after the closing (the eval was released and became unstable again) gets an
+issue again; a candidate never does. The firewall itself never closes as not
+planned: released quarantines and dismissed candidates are closed as
+completed, twins as duplicates, each with a marker in the closing comment
+(``<!-- firewall:closed=released|dismissed|duplicate -->``), so a human
+decision and the firewall's own are always told apart.
+
+**Candidates** (contract §6). An instability found on a pull request is
+recorded on the eval's issue (opened if none is open) as a marker with its
+numbers, ``<!-- firewall:candidate {...} -->``, in a comment and in the body
+(the body keeps the latest). The nightly lists the open candidates, then
+either dismisses one (not reproduced on the default branch: a comment with
+the numbers, and the issue closed as completed) or proposes the adoption in
+its rolling pull request and says so on the issue, which stays open until the
+change reaches the default branch.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol
 
-import jinja2
+from pydantic import BaseModel, ConfigDict
 
 from firewall.artefact import EvalReport
-from firewall.diagnostics import (
-    FieldDrift,
-    describe_drift,
-    describe_flip,
-    describe_hint,
-    format_check,
-)
 from firewall.lifecycle import Entry, Event
-from firewall.text import fmt
-from firewall.timeutil import to_text
+from firewall.timeutil import Timestamp, to_text
 
 DEFAULT_LABEL = "flaky-eval"
-MAX_FLIPS_SHOWN = 10
-MAX_TRIALS_SHOWN = 40  # an issue body holds at most 65536 characters
-MAX_FAILURES_SHOWN = 5
-MAX_QUOTE_CHARS = 2000
 
-_MARKER = re.compile(r"^<!-- firewall:eval=([A-Za-z0-9._/-]+) -->$", re.MULTILINE)
-_STATUS_BLOCK = re.compile(r"<!-- firewall:status -->.*?<!-- /firewall:status -->", re.DOTALL)
-_STATE = re.compile(r"<!-- firewall:state=([a-z]+) -->")
-_MENTION = re.compile(r"@(?=[A-Za-z0-9_])")
-_ZWJ = "\u200d"
+Change = Literal["release", "adoption"]
+"""What the rolling pull request proposes for an eval: leave quarantine, or enter it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,9 +67,45 @@ class IssueContext:
     release_after: int | None = None  # stable nightly probes needed, for the status block
 
 
+class ProbeNumbers(BaseModel):
+    """What one probe of an eval found, as an issue records it in a marker."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)  # a newer firewall may add keys
+
+    sha: str | None = None
+    ref: str | None = None  # e.g. refs/pull/12/merge, refs/heads/main
+    median: float | None = None
+    iqr: float | None = None
+    k: int
+    reason: str = ""
+    at: Timestamp
+
+
+class Candidate(ProbeNumbers):
+    """An instability found on a pull request: not yet a quarantine, recorded on the issue."""
+
+    pr: int | None = None
+
+
+class NotPlanned(BaseModel):
+    """An eval's issue that a person closed as not planned."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int
+    closed_at: Timestamp | None = None
+
+
 class IssueTracker(Protocol):
+    """Every method raises ``IssueError``: ``IssueGone``/``IssueRefused`` cost one eval only."""
+
+    notes: list[str]  # what was done only in part, for the run's warnings
+
     def open_or_comment(self, eval_id: str, ctx: IssueContext) -> int | None:
-        """Open the eval's issue, or comment on its open one; its number (None: none exists)."""
+        """A new quarantine: comment on the eval's open issue, or open one; its number."""
+
+    def adopt_or_open(self, eval_id: str, ctx: IssueContext) -> int | None:
+        """Catch-up: the eval's open issue, or a new one; None if it was closed as not planned."""
 
     def update_status(self, eval_id: str, issue: int, ctx: IssueContext, event: Event) -> None:
         """Refresh the status block; comment on a change of state; close on release."""
@@ -70,6 +116,21 @@ class IssueTracker(Protocol):
     def open_issues(self) -> dict[str, int]:
         """Open issues that carry the label and a marker: eval id -> issue number."""
 
+    def not_planned(self) -> dict[str, NotPlanned]:
+        """Evals whose latest issue a person closed as not planned."""
+
+    def record_candidate(self, eval_id: str, candidate: Candidate) -> int | None:
+        """Record a candidate on the eval's open issue, or open one; its number."""
+
+    def candidates(self) -> dict[str, Candidate]:
+        """The latest candidate on each open issue that records one: eval id -> candidate."""
+
+    def dismiss_candidate(self, eval_id: str, reprobe: ProbeNumbers) -> None:
+        """Not reproduced on the default branch: say so with the numbers, close as completed."""
+
+    def note_proposal(self, eval_id: str, pull: int, change: Change) -> None:
+        """Say on the eval's open issue that pull request #pull proposes ``change``."""
+
 
 class RecordingIssues:
     """A tracker that changes nothing on GitHub and records what it would have done."""
@@ -79,6 +140,7 @@ class RecordingIssues:
     ) -> None:
         self.labels = list(labels) or [DEFAULT_LABEL]
         self.actions: list[str] = []
+        self.notes: list[str] = []
         self._echo = echo
 
     def open_or_comment(self, eval_id: str, ctx: IssueContext) -> int | None:
@@ -87,12 +149,15 @@ class RecordingIssues:
                 f"would comment on issue #{ctx.entry.issue} for {eval_id} (quarantined again)"
             )
             return ctx.entry.issue
-        owner = ctx.entry.owner or (ctx.report.owner if ctx.report else None)
-        assignee = f", assignee {owner.removeprefix('@')}" if owner else ""
         self._say(
-            f"would open issue for {eval_id} (labels {', '.join(self.labels)}{assignee}),"
-            f" or comment on its open one"
+            f"would open issue for {eval_id} ({self._details(ctx)}), or comment on its open one"
         )
+        return None
+
+    def adopt_or_open(self, eval_id: str, ctx: IssueContext) -> int | None:
+        if ctx.entry.issue is not None:
+            return ctx.entry.issue  # nothing to do unless it is gone, which only GitHub knows
+        self._say(f"would open issue for {eval_id} ({self._details(ctx)}), unless one is open")
         return None
 
     def update_status(self, eval_id: str, issue: int, ctx: IssueContext, event: Event) -> None:
@@ -106,208 +171,37 @@ class RecordingIssues:
     def open_issues(self) -> dict[str, int]:
         return {}
 
+    def not_planned(self) -> dict[str, NotPlanned]:
+        return {}
+
+    def record_candidate(self, eval_id: str, candidate: Candidate) -> int | None:
+        where = f" on pull request #{candidate.pr}" if candidate.pr is not None else ""
+        self._say(
+            f"would record a candidate for {eval_id}{where} (median {candidate.median}, "
+            f"IQR {candidate.iqr}, k {candidate.k}) on its open issue, or open one"
+        )
+        return None
+
+    def candidates(self) -> dict[str, Candidate]:
+        return {}
+
+    def dismiss_candidate(self, eval_id: str, reprobe: ProbeNumbers) -> None:
+        self._say(
+            f"would dismiss the candidate {eval_id} (median {reprobe.median}, IQR "
+            f"{reprobe.iqr}, k {reprobe.k} on the default branch at {to_text(reprobe.at)}) "
+            "and close its issue (completed)"
+        )
+
+    def note_proposal(self, eval_id: str, pull: int, change: Change) -> None:
+        self._say(f"would say on the issue for {eval_id} that #{pull} proposes its {change}")
+
+    def _details(self, ctx: IssueContext) -> str:
+        owner = ctx.entry.owner or (ctx.report.owner if ctx.report else None)
+        assignee = f", assignee {owner.removeprefix('@')}" if owner else ""
+        return f"labels {', '.join(self.labels)}{assignee}"
+
     def _say(self, action: str) -> None:
         line = " ".join(action.split())  # eval text may not start a line of its own
         self.actions.append(line)
         if self._echo is not None:
             self._echo(line)
-
-
-def catch_up(
-    tracker: IssueTracker,
-    entries: Mapping[str, Entry],
-    context: Callable[[str, Entry], IssueContext],
-    record: Callable[[str, int], None],
-    *,
-    close_strays: bool,
-) -> None:
-    """Make GitHub agree with the registry, which is the truth.
-
-    An entry without its open issue adopts the one found by marker, or gets a
-    new one; ``record`` hears each number as soon as it is known, so a failure
-    half-way keeps what was done. With ``close_strays``, an open labelled issue
-    whose eval is no longer quarantined is closed.
-    """
-    found = tracker.open_issues()
-    for eval_id, entry in sorted(entries.items()):
-        number = found.get(eval_id)
-        if number is None:
-            number = tracker.open_or_comment(eval_id, context(eval_id, entry))
-        if number is not None and number != entry.issue:
-            record(eval_id, number)
-    if close_strays:
-        for eval_id, number in sorted(found.items()):
-            if eval_id not in entries:
-                tracker.close(eval_id, number, "no longer in the quarantine registry")
-
-
-# --- issue text
-
-
-def issue_title(eval_id: str) -> str:
-    return f"Flaky eval quarantined: {eval_id}"
-
-
-def render_body(eval_id: str, ctx: IssueContext) -> str:
-    report, entry = ctx.report, ctx.entry
-    trials = sorted(report.trials, key=lambda t: t.index) if report else []
-    failures = [
-        {
-            "index": t.index,
-            "seed": t.seed,
-            "what": "errored" if t.error else "broke",
-            "text": t.error or ", ".join(t.violations),
-        }
-        for t in trials
-        if t.error or t.violations
-    ]
-    passed = sum(1 for t in trials if t.passed)
-    return render_template(
-        "issue_body.md.j2",
-        **quarantine_view(eval_id, ctx),
-        threshold=report.threshold if report else None,
-        flakiness=report.flakiness if report else None,
-        pass_rate=f"{passed} of {len(trials)}" if trials else "",
-        since=to_text(entry.since),
-        owner=entry.owner or (report.owner if report else None),
-        source=str(report.source) if report else None,
-        trials=[
-            {
-                "index": t.index,
-                "seed": t.seed,
-                "score": t.score,
-                "in_flight": t.in_flight,
-                "passed": "error" if t.error else ("yes" if t.passed else "no"),
-            }
-            for t in trials[:MAX_TRIALS_SHOWN]
-        ],
-        more_trials=max(0, len(trials) - MAX_TRIALS_SHOWN),
-        failures=failures[:MAX_FAILURES_SHOWN],
-        status=status_view(ctx, None, "unstable"),
-        **_diagnostics_view(report),
-    )
-
-
-def _diagnostics_view(report: EvalReport | None) -> dict[str, list[str]]:
-    """Why it scatters: cause hints, every rule's check, flipping cases, drifting fields."""
-    if report is None:
-        return {"hints": [], "checks": [], "flips": [], "drift": []}
-    drifting = [
-        describe_drift(
-            FieldDrift(
-                name=name,
-                drift=rate,
-                distribution=report.distributions.get(name, []),
-                trials=sum(v.count for v in report.distributions.get(name, [])),
-            )
-        )
-        for name, rate in sorted(report.drift.items(), key=lambda item: -item[1])
-        if rate > 0
-    ]
-    return {
-        "hints": [describe_hint(hint) for hint in report.hints],
-        "checks": [format_check(check) for check in report.checks],
-        "flips": [describe_flip(flip) for flip in report.flips[:MAX_FLIPS_SHOWN]],
-        "drift": drifting[:MAX_FLIPS_SHOWN],
-    }
-
-
-def quarantine_view(eval_id: str, ctx: IssueContext) -> dict[str, Any]:
-    report, entry = ctx.report, ctx.entry
-    return {
-        "eval_id": eval_id,
-        "reason": report.reason if report else entry.reason,
-        "median": report.stats.median if report else entry.median,
-        "iqr": report.stats.iqr if report else entry.iqr,
-        "k": report.k if report else entry.k,
-        "git_sha": entry.git_sha,
-        "replay": ctx.replay,
-        "trend": ctx.trend,
-    }
-
-
-def status_view(ctx: IssueContext, event: Event | None, state: str) -> dict[str, Any]:
-    view = quarantine_view("", ctx)
-    last = ctx.entry.last_probe or ctx.entry.since
-    return {
-        "state": state,
-        "streak": event.streak if event else ctx.entry.stable_streak,
-        "release_after": (event.release_after if event else 0) or ctx.release_after,
-        "last_probe": to_text(last),
-        "median": view["median"],
-        "iqr": view["iqr"],
-        "k": view["k"],
-        "trend": ctx.trend,
-        "message": event.message if event else "",
-    }
-
-
-def marked_eval(body: str) -> str | None:
-    match = _MARKER.search(body)
-    return match.group(1) if match else None
-
-
-def recorded_state(body: str) -> str:
-    match = _STATE.search(body)
-    return match.group(1) if match else "unstable"  # what an issue starts as
-
-
-def replace_status(body: str, block: str) -> str:
-    """The body with its status block replaced in place, or appended if someone removed it."""
-    if _STATUS_BLOCK.search(body):
-        return _STATUS_BLOCK.sub(lambda _: block.strip(), body, count=1)
-    return f"{body.rstrip()}\n\n{block.strip()}\n"
-
-
-def neutralise(text: str) -> str:
-    """Eval text that can neither ping anyone nor forge a marker: a joiner after `@` and `<`."""
-    return _MENTION.sub("@" + _ZWJ, text).replace("<!--", "<" + _ZWJ + "!--")
-
-
-def inline_code(text: str) -> str:
-    """One line of eval text as a code span no backtick inside it can end."""
-    text = " ".join(text.split())[:MAX_QUOTE_CHARS] or " "
-    ticks = "`" * (_longest_backtick_run(text) + 1)
-    pad = " " if text[0] == "`" or text[-1] == "`" else ""
-    return f"{ticks}{pad}{neutralise(text)}{pad}{ticks}"
-
-
-def fenced(text: str, info: str = "") -> str:
-    """Eval output in a fence longer than any backtick run inside it."""
-    if len(text) > MAX_QUOTE_CHARS:
-        text = f"{text[:MAX_QUOTE_CHARS]}\n… ({len(text) - MAX_QUOTE_CHARS} more characters)"
-    fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    return f"{fence}{info}\n{neutralise(text.rstrip())}\n{fence}"
-
-
-def quoted(text: str) -> str:
-    return fenced(text) if "\n" in text.strip() else inline_code(text)
-
-
-def _longest_backtick_run(text: str) -> int:
-    return max((len(run) for run in re.findall(r"`+", text)), default=0)
-
-
-def _number(value: float | int | None) -> str:
-    return "n/a" if value is None else fmt(value)
-
-
-def _finalize(value: Any) -> Any:
-    # Whatever reaches the page is neutralised, even a value a template forgot to quote.
-    return neutralise(value) if isinstance(value, str) else value
-
-
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("firewall.github", "templates"),
-    autoescape=False,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    finalize=_finalize,
-)
-_TEMPLATES.filters.update(code=inline_code, fence=fenced, quote=quoted, num=_number)
-
-
-def render_template(name: str, **values: Any) -> str:
-    return _TEMPLATES.get_template(name).render(**values)

@@ -2,18 +2,20 @@
 
 Only when ``GITHUB_ACTIONS=true``. Nothing here may change a decision or an
 exit code: a summary or output file that cannot be written becomes a warning.
+The files are written first, so that the annotations (one budget for the
+evals' and the firewall's own warnings) can say what went wrong writing them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from firewall.artefact import Artefact
 from firewall.github import in_actions
-from firewall.github.annotations import annotations_for
+from firewall.github.annotations import MORE_IN, annotations_for
 from firewall.github.outputs import outputs_for, write_outputs
 from firewall.github.summary import append_summary
 from firewall.lifecycle import Entry, overdue
@@ -23,6 +25,8 @@ from firewall.report.markdown import render_summary
 
 @dataclasses.dataclass
 class Publication:
+    """The annotations to print (the problems among them), and the problems met."""
+
     annotations: list[str] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
 
@@ -36,15 +40,42 @@ def publish(
     env: Mapping[str, str],
     at: dt.datetime,
     issue_links: Mapping[str, str] | None = None,
+    problems: Sequence[str] = (),
 ) -> Publication:
-    """Annotations to print, and the summary and outputs written (unless a dry run)."""
+    """The summary and outputs written (unless a dry run), then every annotation to print.
+
+    ``problems`` are what went wrong earlier in the command (GitHub failing):
+    they are annotated first, within the step's budget.
+    """
     if not in_actions(env):
-        return Publication()
+        return Publication(problems=list(problems))
     late = overdue(dict(entries), at)
     workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None
-    result = Publication(annotations_for(artefact, overdue=late, workspace=workspace))
+    result = Publication(problems=list(problems))
     if report_path is None:  # a dry run changes no file, the step's files included
-        return result
+        more_in = "the output above (a dry run writes no summary or report)"
+    elif _write_files(artefact, report_path, entries, trends, env, late, issue_links, result):
+        more_in = MORE_IN
+    else:
+        more_in = "the JSON report"
+    result.annotations = annotations_for(
+        artefact, overdue=late, workspace=workspace, problems=result.problems, more_in=more_in
+    )
+    return result
+
+
+def _write_files(
+    artefact: Artefact,
+    report_path: Path,
+    entries: Mapping[str, Entry],
+    trends: Mapping[str, str],
+    env: Mapping[str, str],
+    late: Sequence[str],
+    issue_links: Mapping[str, str] | None,
+    result: Publication,
+) -> bool:
+    """The job summary and the step outputs; whether the summary was written."""
+    written = False
     links = dict(issue_links or {})
     for eval_id, entry in entries.items():
         url = triage.issue_url(entry.issue)
@@ -58,9 +89,11 @@ def publish(
             append_summary(Path(env["GITHUB_STEP_SUMMARY"]), markdown)
         except OSError as exc:
             result.problems.append(f"could not write the job summary: {exc}")
+        else:
+            written = True
     if env.get("GITHUB_OUTPUT"):
         try:
             write_outputs(Path(env["GITHUB_OUTPUT"]), outputs_for(artefact, report_path))
         except (OSError, ValueError) as exc:
             result.problems.append(f"could not write the step outputs: {exc}")
-    return result
+    return written

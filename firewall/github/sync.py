@@ -1,32 +1,50 @@
 """Keep GitHub issues in step with the registry after a run, a nightly or a manual edit.
 
 The registry is the truth; issues follow it. A GitHub failure never changes a
-decision: it ends the syncing for this run with a warning, and the next run
+decision. One that concerns a single issue (``IssueGone``: deleted,
+transferred, not found, its marker edited away; ``IssueRefused``: locked, a
+422) costs only that eval: one warning, and the sync goes on with the next
+eval. A gone issue's number is reported in ``Sync.dropped`` for the caller to
+clear, and the eval's issue is found again by its marker or opened anew in
+the same sync. Any other failure (GitHub down, a bad or read-only token, a
+rate limit, issues disabled) ends the sync with one warning, and the next run
 catches up (entries without an issue get one, stray open issues are closed).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
 
 from firewall.artefact import EvalReport
 from firewall.config import Settings
-from firewall.errors import IssueError
+from firewall.errors import IssueError, IssueGone, IssueRefused
 from firewall.github.issues import (
+    Candidate,
+    Change,
     IssueContext,
     IssueTracker,
+    ProbeNumbers,
     RecordingIssues,
-    catch_up,
 )
 from firewall.lifecycle import Entry, Event
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclasses.dataclass
 class Sync:
-    """Issue numbers learnt and what went wrong, for the caller to record and report."""
+    """What the caller records and reports.
+
+    ``dropped``: eval id -> the number of an issue that is gone; clear the
+    entry's ``issue`` if it still holds that number. ``numbers``: eval id -> the
+    issue number learnt; applied after ``dropped``, so a re-found or new issue wins.
+    """
 
     numbers: dict[str, int] = dataclasses.field(default_factory=dict)
+    dropped: dict[str, int] = dataclasses.field(default_factory=dict)
     warnings: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -102,12 +120,11 @@ def after_gate(
     make = _contexts(reports, settings, trends)
     with _guard(sync, tracker):
         for eval_id in new:
-            number = tracker.open_or_comment(eval_id, make(eval_id, entries[eval_id]))
-            if number is not None:
-                sync.numbers[eval_id] = number
+            ctx = make(eval_id, entries[eval_id])
+            _learn(sync, eval_id, _guarded(sync, tracker.open_or_comment, eval_id, ctx))
         # A pull request's copy of the registry is not the truth: never close strays here.
-        rest = {i: e for i, e in entries.items() if i not in new}
-        catch_up(tracker, rest, make, sync.numbers.__setitem__, close_strays=False)
+        rest = {i: e for i, e in entries.items() if i not in new or i in sync.dropped}
+        catch_up(tracker, rest, make, sync, close_strays=False)
     return sync
 
 
@@ -129,16 +146,15 @@ def after_nightly(
             entry = after.get(event.eval_id) or before.get(event.eval_id)
             if entry is None or event.kind == "missing":
                 continue
+            eval_id, issue, ctx = event.eval_id, entry.issue, make(event.eval_id, entry)
             if event.kind == "quarantined":
-                number = tracker.open_or_comment(event.eval_id, make(event.eval_id, entry))
-                if number is not None:
-                    sync.numbers[event.eval_id] = number
-            elif entry.issue is not None:
-                tracker.update_status(event.eval_id, entry.issue, make(event.eval_id, entry), event)
+                _learn(sync, eval_id, _guarded(sync, tracker.open_or_comment, eval_id, ctx))
+            elif issue is not None:
+                _guarded(sync, tracker.update_status, eval_id, issue, ctx, event)
             elif event.kind == "released":
-                tracker.close(event.eval_id, None, event.message)
+                _guarded(sync, tracker.close, eval_id, None, event.message)
         pending = {i: e for i, e in after.items() if i not in sync.numbers}
-        catch_up(tracker, pending, make, sync.numbers.__setitem__, close_strays=True)
+        catch_up(tracker, pending, make, sync, close_strays=True, registry=after)
     return sync
 
 
@@ -148,23 +164,118 @@ def after_release(tracker: IssueTracker, eval_id: str, entry: Entry, reason: str
         f": {reason}" if reason else ""
     )
     with _guard(sync, tracker):
-        tracker.close(eval_id, entry.issue, message)
+        _guarded(sync, tracker.close, eval_id, entry.issue, message)
     return sync
 
 
 def after_add(tracker: IssueTracker, eval_id: str, entry: Entry, settings: Settings) -> Sync:
     sync = Sync()
+    ctx = context(eval_id, entry, None, settings=settings, trends={})
     with _guard(sync, tracker):
-        number = tracker.open_or_comment(
-            eval_id, context(eval_id, entry, None, settings=settings, trends={})
-        )
-        if number is not None:
-            sync.numbers[eval_id] = number
+        _learn(sync, eval_id, _guarded(sync, tracker.open_or_comment, eval_id, ctx))
     return sync
 
 
+def after_candidates(tracker: IssueTracker, candidates: Mapping[str, Candidate]) -> Sync:
+    """A pull request's instabilities recorded on their evals' issues (opened if need be)."""
+    sync = Sync()
+    with _guard(sync, tracker):
+        for eval_id, candidate in sorted(candidates.items()):
+            _learn(sync, eval_id, _guarded(sync, tracker.record_candidate, eval_id, candidate))
+    return sync
+
+
+def after_reprobe(
+    tracker: IssueTracker,
+    *,
+    dismissed: Mapping[str, ProbeNumbers] = {},
+    proposed: Mapping[str, tuple[int, Change]] = {},
+) -> Sync:
+    """After the nightly re-probed the candidates on the default branch: the ones not
+    reproduced dismissed (their issues closed), and the proposals said on their issues.
+
+    ``proposed``: eval id -> (the rolling pull request's number, what it proposes).
+    """
+    sync = Sync()
+    with _guard(sync, tracker):
+        for eval_id, reprobe in sorted(dismissed.items()):
+            _guarded(sync, tracker.dismiss_candidate, eval_id, reprobe)
+        for eval_id, (pull, change) in sorted(proposed.items()):
+            _guarded(sync, tracker.note_proposal, eval_id, pull, change)
+    return sync
+
+
+def catch_up(
+    tracker: IssueTracker,
+    entries: Mapping[str, Entry],
+    context: Callable[[str, Entry], IssueContext],
+    sync: Sync,
+    *,
+    close_strays: bool,
+    registry: Collection[str] | None = None,
+) -> None:
+    """Make GitHub agree with the registry, which is the truth.
+
+    An entry without its open issue adopts the one found by marker, or gets a
+    new one (unless a person closed its issue as not planned); ``sync`` hears
+    each number as soon as it is known, so a failure half-way keeps what was
+    done. An entry whose issue is gone is caught up once more without it. With
+    ``close_strays``, an open labelled issue whose eval is no longer
+    quarantined (not in ``registry``, by default ``entries``) is closed.
+    """
+    quarantined = entries.keys() if registry is None else registry
+    found = tracker.open_issues()
+    for eval_id, entry in sorted(entries.items()):
+        for _ in range(2):  # the second time only after the entry's issue proved gone
+            if eval_id in sync.dropped and entry.issue == sync.dropped[eval_id]:
+                entry = entry.model_copy(update={"issue": None})
+            number = found.get(eval_id)
+            if number is None:
+                ctx = context(eval_id, entry)
+                number = _guarded(sync, tracker.adopt_or_open, eval_id, ctx)
+            if eval_id not in sync.dropped or entry.issue is None:
+                break
+        if number is not None and number != entry.issue:
+            sync.numbers[eval_id] = number
+    if close_strays:
+        for eval_id, number in sorted(found.items()):
+            if eval_id not in quarantined:
+                message = "no longer in the quarantine registry"
+                _guarded(sync, tracker.close, eval_id, number, message)
+
+
+def _learn(sync: Sync, eval_id: str, number: int | None) -> None:
+    if number is not None:
+        sync.numbers[eval_id] = number
+
+
+def _guarded(
+    sync: Sync,
+    call: Callable[Concatenate[str, P], T],
+    eval_id: str,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T | None:
+    """``call(eval_id, ...)``; a failure that concerns one issue is that eval's warning, and None.
+
+    A gone issue's number is dropped; a refused change leaves the issue the
+    eval's (its number is learnt, as the issue still stands).
+    """
+    try:
+        return call(eval_id, *args, **kwargs)
+    except IssueGone as exc:
+        if exc.number is not None:
+            sync.dropped[eval_id] = exc.number
+        sync.warnings.append(f"{exc} (only this eval's issue is affected)")
+    except IssueRefused as exc:
+        if exc.number is not None:
+            sync.numbers[eval_id] = exc.number
+        sync.warnings.append(f"{exc} (only this eval's issue is affected)")
+    return None
+
+
 class _guard:
-    """Stop syncing at the first GitHub failure and turn it into a warning."""
+    """Stop syncing at the first failure that concerns every issue; one warning says so."""
 
     def __init__(self, sync: Sync, tracker: IssueTracker) -> None:
         self.sync, self.tracker = sync, tracker

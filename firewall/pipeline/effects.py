@@ -4,10 +4,17 @@ decision. GitHub issues, annotations, the job summary and step outputs, review w
 Each failure here is reported (an annotation in a GitHub job, a warning elsewhere)
 and the run's exit code stands. The GitHub modules (jinja2, and PyGithub behind
 them) are imported only when a run talks to GitHub or runs inside Actions.
+
+GitHub shows at most 10 annotations of each kind per step, so a command's
+problems are gathered as it goes and printed once, at its end, in the same
+budget as the evals' annotations (``annotations.annotations_for``): the
+firewall's own warnings first and never cut, the evals' next, and a notice of
+how many were left out and where they are.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,20 +33,21 @@ if TYPE_CHECKING:
 
 def publish_run(ctx: Context, result: RunResult, *, issues: bool) -> None:
     """After `run` and `gate`: issues of new quarantines, then warnings and the Actions files."""
-    _sync_after_gate(ctx, result, issues=issues)
-    announce(ctx, result.artefact, None if result.dry_run else result.report_path)
+    problems = _sync_after_gate(ctx, result, issues=issues)
+    announce(ctx, result.artefact, None if result.dry_run else result.report_path, problems)
 
 
 def publish_nightly(
     ctx: Context, result: NightlyResult, before: dict[str, Entry], *, issues: bool
 ) -> None:
     """After `nightly`: status blocks, state-change comments, release closes, catch-up."""
-    tracker = _tracker(ctx, dry_run=result.dry_run, issues=issues)
+    problems: list[str] = []
+    tracker = _tracker(ctx, problems, dry_run=result.dry_run, issues=issues)
     if tracker is not None and result.artefact.run.complete:
         from firewall.github import sync
 
         after = dict(before) if result.dry_run else ctx.entries()
-        _finish(
+        problems += _finish(
             ctx,
             sync.after_nightly(
                 tracker,
@@ -52,33 +60,42 @@ def publish_nightly(
             ),
             dry_run=result.dry_run,
         )
-    announce(ctx, result.artefact, None if result.dry_run else result.report_path)
+    announce(ctx, result.artefact, None if result.dry_run else result.report_path, problems)
 
 
 def publish_add(ctx: Context, eval_id: str, *, issues: bool) -> None:
     """After `quarantine add`: open (or comment on) the eval's issue."""
-    tracker = _tracker(ctx, dry_run=False, issues=issues)
+    problems: list[str] = []
+    tracker = _tracker(ctx, problems, dry_run=False, issues=issues)
     entry = ctx.entries().get(eval_id)
-    if tracker is None or entry is None:
-        return
-    from firewall.github import sync
+    if tracker is not None and entry is not None:
+        from firewall.github import sync
 
-    _finish(ctx, sync.after_add(tracker, eval_id, entry, ctx.settings), dry_run=False)
+        problems += _finish(
+            ctx, sync.after_add(tracker, eval_id, entry, ctx.settings), dry_run=False
+        )
+    report_problems(ctx, problems)
 
 
 def publish_release(
     ctx: Context, eval_id: str, entry: Entry, reason: str | None, *, issues: bool
 ) -> None:
     """After `quarantine release`: comment on the eval's issue and close it."""
-    tracker = _tracker(ctx, dry_run=False, issues=issues)
+    problems: list[str] = []
+    tracker = _tracker(ctx, problems, dry_run=False, issues=issues)
     if tracker is not None:
         from firewall.github import sync
 
-        _finish(ctx, sync.after_release(tracker, eval_id, entry, reason), dry_run=False)
+        release = sync.after_release(tracker, eval_id, entry, reason)
+        problems += _finish(ctx, release, dry_run=False)
+    report_problems(ctx, problems)
 
 
-def announce(ctx: Context, artefact: Artefact, report_path: Path | None) -> None:
-    """Overdue reviews, and in a GitHub job the annotations, summary and outputs.
+def announce(
+    ctx: Context, artefact: Artefact, report_path: Path | None, problems: Sequence[str] = ()
+) -> None:
+    """Overdue reviews, the command's problems, and in a GitHub job the annotations
+    (problems among them, in one budget), summary and outputs.
 
     ``report_path`` is None in a dry run, which changes no file, the step's included.
     """
@@ -86,6 +103,8 @@ def announce(ctx: Context, artefact: Artefact, report_path: Path | None) -> None
     for eval_id in overdue(entries, ctx.clock()):
         output.warn(f"{eval_id}: quarantine review is overdue; see `firewall status`")
     if not ctx.in_actions:
+        for problem in problems:
+            output.warn(problem)
         return
     from firewall.github.publish import publish
 
@@ -96,27 +115,34 @@ def announce(ctx: Context, artefact: Artefact, report_path: Path | None) -> None
         trends=ctx.trends(r.id for r in artefact.evals),
         env=ctx.env,
         at=ctx.clock(),
+        problems=problems,
     )
     output.annotate(publication.annotations)
-    for problem in publication.problems:
-        report_problem(ctx, problem)
 
 
 def report_problem(ctx: Context, text: str) -> None:
-    """A problem that changes no decision: an annotation in a GitHub job, else a warning."""
+    """One problem that changes no decision, for a command that annotates nothing else."""
+    report_problems(ctx, [text])
+
+
+def report_problems(ctx: Context, problems: Sequence[str]) -> None:
+    """Problems that change no decision, for a command that annotates nothing else:
+    warning annotations in a GitHub job (at most a step's budget), else warnings."""
     if ctx.in_actions:
-        from firewall.github.annotations import annotation
+        from firewall.github.annotations import problem_annotations
 
-        output.annotate([annotation("warning", text, title="Flakiness Firewall")])
+        output.annotate(problem_annotations(problems))
     else:
-        output.warn(text)
+        for problem in problems:
+            output.warn(problem)
 
 
-def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> None:
+def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> list[str]:
     """Open or comment on the issues of new quarantines; catch up on the ones owed."""
-    tracker = _tracker(ctx, dry_run=result.dry_run, issues=issues)
+    problems: list[str] = []
+    tracker = _tracker(ctx, problems, dry_run=result.dry_run, issues=issues)
     if tracker is None or not result.artefact.run.complete:
-        return
+        return problems
     entries = ctx.entries()
     new = [r for r in result.artefact.evals if r.status is Status.QUARANTINE]
     for report in new:  # a dry run wrote none of them, but says what it would do
@@ -125,7 +151,7 @@ def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> None:
         )
     from firewall.github import sync
 
-    _finish(
+    return problems + _finish(
         ctx,
         sync.after_gate(
             tracker,
@@ -139,7 +165,9 @@ def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> None:
     )
 
 
-def _tracker(ctx: Context, *, dry_run: bool, issues: bool) -> IssueTracker | None:
+def _tracker(
+    ctx: Context, problems: list[str], *, dry_run: bool, issues: bool
+) -> IssueTracker | None:
     """The tracker this command uses, or None when it has no issues to keep (loads nothing)."""
     env = ctx.env
     wanted = dry_run or not issues or (env.get("GITHUB_TOKEN") and env.get("GITHUB_REPOSITORY"))
@@ -153,16 +181,19 @@ def _tracker(ctx: Context, *, dry_run: bool, issues: bool) -> IssueTracker | Non
             ctx.settings, env, dry_run=dry_run, no_issues=not issues, echo=output.note
         )
     except IssueError as exc:
-        report_problem(ctx, f"{exc}; no issue was opened or updated")
+        problems.append(f"{exc}; no issue was opened or updated")
         return None
 
 
-def _finish(ctx: Context, result: Sync, *, dry_run: bool) -> None:
-    """Write the issue numbers learnt into the registry, then say what went wrong."""
-    if not dry_run and result.numbers:
+def _finish(ctx: Context, result: Sync, *, dry_run: bool) -> list[str]:
+    """Write the issue numbers learnt (and clear the gone ones) in the registry; the
+    warnings to report."""
+    if not dry_run and (result.numbers or result.dropped):
         with ctx.edit_registry() as current:
+            for eval_id, number in result.dropped.items():
+                if eval_id in current and current[eval_id].issue == number:
+                    current[eval_id] = current[eval_id].model_copy(update={"issue": None})
             for eval_id, number in result.numbers.items():
                 if eval_id in current:
                     current[eval_id] = current[eval_id].model_copy(update={"issue": number})
-    for warning in result.warnings:
-        report_problem(ctx, warning)
+    return list(result.warnings)

@@ -8,7 +8,8 @@ from builders import drifting_field, make_check, make_flip, make_hint, make_repo
 
 from firewall.artefact import EvalReport
 from firewall.diagnostics import Cause
-from firewall.github.issues import IssueContext, render_body
+from firewall.github.issue_text import render_body
+from firewall.github.issues import IssueContext
 from firewall.lifecycle import Entry
 from firewall.pipeline.stages import judge
 from firewall.policy import Status

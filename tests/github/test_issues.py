@@ -15,14 +15,10 @@ from github_standin import GitHubStandIn
 from firewall.artefact import EvalReport
 from firewall.errors import IssueError
 from firewall.github.client import GitHubIssues, Transport, from_environment
-from firewall.github.issues import (
-    IssueContext,
-    RecordingIssues,
-    catch_up,
-    fenced,
-    inline_code,
-    marked_eval,
-)
+from firewall.github.issue_text import fenced, inline_code
+from firewall.github.issues import IssueContext, RecordingIssues
+from firewall.github.markers import marked_eval
+from firewall.github.sync import Sync, catch_up
 from firewall.lifecycle import Entry, Event
 from firewall.policy import decide
 from firewall.runner.trial import TrialRecord
@@ -161,16 +157,19 @@ def test_a_second_quarantine_comments_on_the_open_issue(hub: GitHubStandIn) -> N
     assert "firewall replay triage-tone --seed 4105" in comment
 
 
-def test_an_issue_is_found_again_only_by_marker_and_label_while_open(hub: GitHubStandIn) -> None:
+def test_an_issue_is_found_again_by_its_marker_while_open_labelled_or_not(
+    hub: GitHubStandIn,
+) -> None:
     marker = f"<!-- firewall:eval={ID} -->\nold"
-    hub.add_issue("no label", marker, ["bug"])
     hub.add_issue("closed", marker, ["flaky-eval"], state="closed")
     hub.add_issue("a pull request", marker, ["flaky-eval"], pull=True)
     hub.add_issue("another eval", "<!-- firewall:eval=other -->", ["flaky-eval"])
+    unlabelled = hub.add_issue("its label dropped", marker, ["bug"])
 
-    assert tracker(hub).open_issues() == {"other": 4}
+    assert tracker(hub).open_issues() == {"other": 3}, "the cheap listing: labelled only"
     number = tracker(hub).open_or_comment(ID, context())
-    assert number == 5 and all(not issue.comments for issue in hub.issues.values())
+    assert number == unlabelled and len(hub.issues) == 4, "no new issue"
+    assert [i.number for i in hub.issues.values() if i.comments] == [unlabelled]
 
 
 def test_open_issues_reads_every_page_and_keeps_the_oldest_duplicate(hub: GitHubStandIn) -> None:
@@ -300,15 +299,10 @@ def test_catch_up_adopts_opens_and_closes_strays(hub: GitHubStandIn) -> None:
     adopted = hub.add_issue("existing", "<!-- firewall:eval=adopted -->", ["flaky-eval"])
     stray = hub.add_issue("stray", "<!-- firewall:eval=gone -->", ["flaky-eval"])
     entries = {name: context(probe(name)).entry for name in ("adopted", "fresh")}
-    recorded: dict[str, int] = {}
+    sync = Sync()
 
-    catch_up(
-        tracker(hub),
-        entries,
-        lambda name, _: context(probe(name)),
-        recorded.__setitem__,
-        close_strays=True,
-    )
+    catch_up(tracker(hub), entries, lambda name, _: context(probe(name)), sync, close_strays=True)
+    recorded = sync.numbers
 
     assert recorded["adopted"] == adopted and hub.issues[adopted].comments == []
     assert hub.issues[recorded["fresh"]].title.endswith("fresh")
@@ -317,7 +311,7 @@ def test_catch_up_adopts_opens_and_closes_strays(hub: GitHubStandIn) -> None:
 
 def test_catch_up_leaves_strays_open_unless_asked(hub: GitHubStandIn) -> None:
     stray = hub.add_issue("stray", "<!-- firewall:eval=gone -->", ["flaky-eval"])
-    catch_up(tracker(hub), {}, lambda name, _: context(), lambda *_: None, close_strays=False)
+    catch_up(tracker(hub), {}, lambda name, _: context(), Sync(), close_strays=False)
     assert hub.issues[stray].state == "open"
 
 

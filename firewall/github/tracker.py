@@ -1,0 +1,388 @@
+"""The issue tracker's logic on a real GitHub: which issue is an eval's, and what to do with it.
+
+``IssueBook`` implements ``issues.IssueTracker`` over an ``issue_api.IssueAPI``,
+the few REST calls it needs, which ``client.RestIssues`` makes through PyGithub
+(the only module that imports it). The rules it follows (found by marker, twins,
+closed as not planned, candidates) are in the docstring of ``issues``.
+
+Failures: the API raises ``IssueError`` for what stops every eval's issue
+(GitHub down, a bad token, a rate limit, issues disabled), and within a
+``calling(..., eval_id=...)`` block ``IssueGone`` or ``IssueRefused`` for what
+concerns one issue only; ``sync`` turns each into its warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+from collections.abc import Iterator, Sequence
+
+from firewall.errors import IssueError, IssueGone, IssueRefused
+from firewall.github import issue_text as text
+from firewall.github.issue_api import IssueAPI, IssueView
+from firewall.github.issues import (
+    DEFAULT_LABEL,
+    Candidate,
+    Change,
+    IssueContext,
+    NotPlanned,
+    ProbeNumbers,
+)
+from firewall.github.markers import (
+    eval_marker,
+    json_marker,
+    marked_eval,
+    read_markers,
+    recorded_state,
+    replace_marker,
+    replace_status,
+)
+from firewall.lifecycle import Entry, Event
+
+MAX_OPEN_SCANNED = 1000  # open issues read to find one whose label GitHub dropped
+MAX_CLOSED_SCANNED = 300  # recently closed issues read for "not planned", labelled and not
+
+
+class IssueBook:
+    """The eval issues of one repository, read once a run and kept in step as it goes."""
+
+    def __init__(self, api: IssueAPI, labels: Sequence[str] = (DEFAULT_LABEL,)) -> None:
+        self.api = api
+        self.labels = list(labels) or [DEFAULT_LABEL]
+        self.notes: list[str] = []  # what was done only in part, e.g. an owner not assigned
+        self._open: dict[str, IssueView] | None = None
+        self._scanned_all = False
+        self._declined: dict[str, NotPlanned] | None = None
+        self._label_problem: str | None = None
+        self._labels_ready = False
+        self._warned_labels = False
+
+    # --- the tracker interface
+
+    def open_or_comment(self, eval_id: str, ctx: IssueContext) -> int:
+        existing = self._find(eval_id, f"open an issue for {eval_id}")
+        if existing is None:
+            return self._create(
+                eval_id, text.issue_title(eval_id), text.render_body(eval_id, ctx), ctx
+            )
+        action = f"comment on issue #{existing.number} for {eval_id}"
+        with self._on(action, eval_id, existing.number):
+            self.api.comment(
+                existing.number,
+                text.render_template(
+                    "issue_comment_quarantined.md.j2", **text.quarantine_view(eval_id, ctx)
+                ),
+            )
+            if existing.title == text.candidate_title(eval_id):  # the candidate became a quarantine
+                self.api.edit_issue(existing.number, title=text.issue_title(eval_id))
+        return existing.number
+
+    def adopt_or_open(self, eval_id: str, ctx: IssueContext) -> int | None:
+        action = f"open an issue for {eval_id}"
+        existing = self._find(eval_id, action)
+        if existing is not None:
+            return existing.number
+        if self._declined_for(eval_id, ctx.entry, action):
+            return None
+        return self._create(eval_id, text.issue_title(eval_id), text.render_body(eval_id, ctx), ctx)
+
+    def update_status(self, eval_id: str, issue: int, ctx: IssueContext, event: Event) -> None:
+        action = f"update issue #{issue} for {eval_id}"
+        found = self._open_or_marked(eval_id, issue, action)
+        if _not_planned(found):
+            return  # the team's decision: the firewall neither comments nor reopens
+        state = "unstable" if event.kind == "quarantined" else event.kind
+        block = text.render_template(
+            "issue_status.md.j2", status=text.status_view(ctx, event, state)
+        )
+        updated = replace_status(found.body, block)
+        action = f"update issue #{found.number} for {eval_id}"
+        if updated != found.body:
+            with self._on(action, eval_id, found.number):
+                self.api.edit_issue(found.number, body=updated)
+        comment = text.render_template("issue_comment_event.md.j2", **dataclasses.asdict(event))
+        if event.kind == "released":
+            if found.state != "closed":
+                self._close(eval_id, found.number, text.with_closing(comment, "released"))
+        elif recorded_state(found.body) != state:  # every stable night changes only the block
+            with self._on(action, eval_id, found.number):
+                self.api.comment(found.number, comment)
+
+    def close(self, eval_id: str, issue: int | None, message: str) -> None:
+        action = f"close the issue for {eval_id}"
+        if issue is None:
+            found = self._find(eval_id, action)
+        else:
+            found = self._open_or_marked(eval_id, issue, action)
+        if found is None or found.state == "closed":  # closed by hand already: nothing to say
+            return
+        comment = text.render_template(
+            "issue_comment_closed.md.j2", eval_id=eval_id, message=message
+        )
+        self._close(eval_id, found.number, text.with_closing(comment, "released"))
+
+    def open_issues(self) -> dict[str, int]:
+        action = f"list the open issues labelled {self.labels[0]}"
+        return {eval_id: issue.number for eval_id, issue in self._open_issues(action).items()}
+
+    def not_planned(self) -> dict[str, NotPlanned]:
+        action = f"list the closed issues labelled {self.labels[0]}"
+        if self._declined is None:
+            # Without the label too: a token without triage access opened them unlabelled.
+            closed: list[IssueView] = []
+            with self.api.calling(action):
+                for label in (self.labels[0], None):
+                    closed += self.api.list_issues(
+                        state="closed", label=label, limit=MAX_CLOSED_SCANNED
+                    )
+            latest: dict[str, IssueView] = {}
+            for view in closed:
+                eval_id = marked_eval(view.body)
+                if eval_id is None or view.pull:
+                    continue
+                if eval_id not in latest or _closed_key(view) > _closed_key(latest[eval_id]):
+                    latest[eval_id] = view
+            self._declined = {
+                eval_id: NotPlanned(number=view.number, closed_at=view.closed_at)
+                for eval_id, view in latest.items()
+                if _not_planned(view)
+            }
+        still_open = self._open_issues(action)
+        return {e: d for e, d in self._declined.items() if e not in still_open}
+
+    def record_candidate(self, eval_id: str, candidate: Candidate) -> int | None:
+        action = f"record a candidate for {eval_id}"
+        existing = self._find(eval_id, action)
+        if existing is None:
+            if eval_id in self.not_planned():
+                return None  # the team closed the eval's issue as not planned; reopening undoes it
+            return self._create(
+                eval_id,
+                text.candidate_title(eval_id),
+                text.render_candidate_body(eval_id, candidate),
+                None,
+            )
+        again = any(read_markers("candidate", existing.body, Candidate))
+        latest = json_marker("candidate", candidate)
+        marker_body = replace_marker(existing.body, "candidate", latest)
+        action = f"record a candidate on issue #{existing.number} for {eval_id}"
+        with self._on(action, eval_id, existing.number):
+            self.api.comment(existing.number, text.render_candidate_comment(candidate, again=again))
+            self.api.edit_issue(existing.number, body=marker_body)
+        now = existing.model_copy(update={"body": marker_body, "comments": existing.comments + 1})
+        self._remember(eval_id, now)
+        return existing.number
+
+    def candidates(self) -> dict[str, Candidate]:
+        action = "list the open candidates"
+        self._scan_all(action)
+        found: dict[str, Candidate] = {}
+        for eval_id, view in sorted(self._open_issues(action).items()):
+            records = list(read_markers("candidate", view.body, Candidate))
+            if not records:
+                continue
+            if view.comments:
+                where = f"read the comments of issue #{view.number} for {eval_id}"
+                with (
+                    contextlib.suppress(IssueGone, IssueRefused),
+                    self._on(where, eval_id, view.number),
+                ):
+                    for comment in self.api.comment_bodies(view.number):
+                        records += read_markers("candidate", comment, Candidate)
+            found[eval_id] = max(records, key=lambda c: c.at)
+        return found
+
+    def dismiss_candidate(self, eval_id: str, reprobe: ProbeNumbers) -> None:
+        found = self._find(eval_id, f"dismiss the candidate {eval_id}")
+        if found is None:
+            return
+        recorded = read_markers("candidate", found.body, Candidate)
+        latest = max(recorded, key=lambda c: c.at, default=None)
+        self._close(eval_id, found.number, text.render_dismissal(eval_id, reprobe, latest))
+
+    def note_proposal(self, eval_id: str, pull: int, change: Change) -> None:
+        found = self._find(eval_id, f"note the proposal #{pull} for {eval_id}")
+        marker = text.proposal_marker(pull, change)
+        if found is None or marker in found.body:  # said already on an earlier night
+            return
+        body = replace_marker(found.body, "proposed", marker)
+        action = f"note the proposal #{pull} on issue #{found.number} for {eval_id}"
+        with self._on(action, eval_id, found.number):
+            self.api.comment(found.number, text.render_proposal(eval_id, pull, change))
+            self.api.edit_issue(found.number, body=body)
+        self._remember(eval_id, found.model_copy(update={"body": body}))
+
+    # --- finding an eval's issue
+
+    def _open_issues(self, action: str) -> dict[str, IssueView]:
+        if self._open is None:
+            with self.api.calling(action):
+                listed = self.api.list_issues(
+                    state="open", label=self.labels[0], limit=MAX_OPEN_SCANNED
+                )
+            self._open = self._without_twins(listed)
+        return self._open
+
+    def _scan_all(self, action: str) -> None:
+        """Every open issue, labelled or not: once a run, for issues whose labels GitHub dropped."""
+        self._open_issues(action)
+        if self._scanned_all:
+            return
+        with self.api.calling(action):
+            listed = self.api.list_issues(state="open", label=None, limit=MAX_OPEN_SCANNED)
+        self._open = self._without_twins(listed)
+        self._scanned_all = True
+
+    def _find(self, eval_id: str, action: str) -> IssueView | None:
+        if eval_id not in self._open_issues(action):
+            self._scan_all(action)
+        return self._open_issues(action).get(eval_id)
+
+    def _open_or_marked(self, eval_id: str, number: int, action: str) -> IssueView:
+        """The eval's open issue if it has one, else issue ``number``, if it is still the eval's."""
+        found = self._open_issues(action).get(eval_id)
+        if found is not None:
+            return found
+        with self._on(action, eval_id, number):
+            found = self.api.get_issue(number)
+        if found.repository.lower() != self.api.repository.lower():
+            raise IssueGone(
+                f"issue #{number} for {eval_id} was transferred to {found.repository}; "
+                "the firewall forgets its number and finds the eval's issue here again "
+                "by its marker, or opens a new one",
+                eval_id=eval_id,
+                number=number,
+            )
+        if marked_eval(found.body) != eval_id:
+            raise IssueGone(
+                f"issue #{number} is not the firewall's issue for {eval_id} (no marker "
+                f"{eval_marker(eval_id)} in its body); left it alone; the firewall forgets "
+                "its number and finds the eval's issue again by its marker, or opens a new one",
+                eval_id=eval_id,
+                number=number,
+            )
+        return found
+
+    def _declined_for(self, eval_id: str, entry: Entry, action: str) -> bool:
+        """Whether a person closed this quarantine's issue as not planned."""
+        if entry.issue is not None:
+            # Closed otherwise (by hand as completed, as a twin): a new issue is owed.
+            return _not_planned(self._open_or_marked(eval_id, entry.issue, action))
+        declined = self.not_planned().get(eval_id)
+        return declined is not None and (
+            declined.closed_at is None or declined.closed_at >= entry.since
+        )
+
+    def _without_twins(self, listed: list[IssueView]) -> dict[str, IssueView]:
+        """Open issues by eval; of two or more with one marker the oldest, the others closed."""
+        groups: dict[str, list[IssueView]] = {}
+        for view in listed:
+            eval_id = marked_eval(view.body)
+            if eval_id is not None and not view.pull:
+                groups.setdefault(eval_id, []).append(view)
+        kept: dict[str, IssueView] = {}
+        for eval_id, group in groups.items():
+            oldest, *twins = sorted(group, key=lambda v: v.number)
+            kept[eval_id] = oldest
+            for twin in twins:
+                self._close_twin(eval_id, twin.number, oldest.number)
+        return kept
+
+    def _close_twin(self, eval_id: str, twin: int, original: int) -> None:
+        action = f"close issue #{twin} for {eval_id} as a duplicate of #{original}"
+        try:
+            with self._on(action, eval_id, twin):
+                self.api.comment(twin, text.render_duplicate(eval_id, original))
+                self.api.close_issue(twin, "duplicate")
+        except (IssueGone, IssueRefused) as exc:
+            self.notes.append(str(exc))
+
+    # --- changing issues
+
+    def _create(self, eval_id: str, title: str, body: str, ctx: IssueContext | None) -> int:
+        action = f"open an issue for {eval_id}"
+        with self.api.calling(action, eval_id=eval_id):
+            if not self._labels_ready:
+                self._label_problem = self.api.ensure_labels(self.labels)
+                self._labels_ready = True
+            created = self.api.create_issue(title, body, self.labels)
+        self._remember(eval_id, created)
+        self._check_labels(eval_id, created)
+        owner = (ctx.entry.owner or (ctx.report.owner if ctx.report else None)) if ctx else None
+        if owner:
+            self._assign(eval_id, created.number, owner)
+        return created.number
+
+    @contextlib.contextmanager
+    def _on(self, action: str, eval_id: str, number: int) -> Iterator[None]:
+        """A call about one eval's issue; a gone issue is forgotten before the error goes on."""
+        try:
+            with self.api.calling(action, eval_id=eval_id, number=number):
+                yield
+        except IssueGone:
+            self._forget(eval_id, number)
+            raise
+
+    def _remember(self, eval_id: str, view: IssueView) -> None:
+        if self._open is not None:
+            self._open[eval_id] = view
+
+    def _check_labels(self, eval_id: str, created: IssueView) -> None:
+        """GitHub opens the issue and silently drops labels the token may not set: say so once."""
+        present = {label.lower() for label in created.labels}
+        missing = [name for name in self.labels if name.lower() not in present]
+        if not missing or self._warned_labels:
+            return
+        self._warned_labels = True
+        why = f" (creating the label: {self._label_problem})" if self._label_problem else ""
+        self.notes.append(
+            f"GitHub opened issue #{created.number} for {eval_id} without the label "
+            f"{', '.join(missing)}{why}: a token with `issues: write` may open issues, but a "
+            "label needs to exist and the token triage (or push) access to the repository; "
+            "the firewall still finds its issues again by the marker in their body"
+        )
+
+    def _assign(self, eval_id: str, number: int, owner: str) -> None:
+        login = owner.removeprefix("@")
+        why = "a team cannot be assigned" if "/" in login else ""
+        if not why:
+            try:
+                with self.api.calling(f"assign {login} to issue #{number}"):
+                    assignees = self.api.assign(number, login)
+            except IssueError as exc:
+                why = str(exc)
+            else:
+                # GitHub answers 201 and quietly drops a login it cannot assign.
+                if all(user.lower() != login.lower() for user in assignees):
+                    why = "GitHub did not accept the login as an assignee"
+        if why:
+            self.notes.append(
+                f"issue #{number} for {eval_id} is unassigned: could not "
+                f"assign owner {login}: {why}"
+            )
+            with contextlib.suppress(IssueError), self.api.calling(f"comment on #{number}"):
+                self.api.comment(
+                    number,
+                    text.render_template("issue_comment_unassigned.md.j2", owner=login, why=why),
+                )
+
+    def _close(self, eval_id: str, number: int, comment: str) -> None:
+        with self._on(f"close issue #{number} for {eval_id}", eval_id, number):
+            self.api.comment(number, comment)
+            self.api.close_issue(number, "completed")
+        self._forget(eval_id, number)
+
+    def _forget(self, eval_id: str, number: int) -> None:
+        """The eval's issue ``number`` is no longer open (closed, or gone)."""
+        kept = self._open or {}
+        if eval_id in kept and kept[eval_id].number == number:
+            del kept[eval_id]
+
+
+def _not_planned(view: IssueView) -> bool:
+    return view.state == "closed" and view.state_reason == "not_planned"
+
+
+def _closed_key(view: IssueView) -> tuple[dt.datetime, int]:
+    return (view.closed_at or dt.datetime.min.replace(tzinfo=dt.timezone.utc), view.number)
