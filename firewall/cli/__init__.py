@@ -21,6 +21,7 @@ COMMANDS = {
     "probe": "firewall.cli.probe:probe",
     "gate": "firewall.cli.gate:gate",
     "nightly": "firewall.cli.nightly:nightly_command",
+    "propose": "firewall.cli.propose:propose_command",
     "status": "firewall.cli.status:status",
     "quarantine": "firewall.cli.quarantine:quarantine",
     "calibrate": "firewall.cli.calibrate:calibrate_command",

@@ -1,0 +1,223 @@
+"""`firewall propose`: the nightly's registry changes as one rolling pull request.
+
+In CI the registry is the reviewed truth. The nightly writes the changes a
+reviewer must see (an adoption, a release, an edited entry) into the job's copy
+of ``quarantine.json``; this stage compares that copy with the default branch's
+and carries the difference to a fixed branch (``firewall/quarantine``) as one
+commit on top of the default branch, then opens the pull request from it or
+updates the open one. Night after night the same branch and the same pull
+request are reused, and nothing is pushed when nothing a reviewer should see
+has changed. When nothing is left to propose, the branch is deleted (GitHub
+then closes its pull request).
+
+Git does the pushing, with the job's own credentials and without touching the
+work tree; GitHub's API only opens or edits the pull request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from firewall.errors import ExitCode, FirewallError, UsageError
+from firewall.lifecycle import Entry, reviewed_change
+from firewall.pipeline.context import Context
+from firewall.store.git import IDENTITY, Git, StateError
+from firewall.store.registry import parse_registry, render
+from firewall.text import fmt
+
+if TYPE_CHECKING:
+    from firewall.github.proposals import PullRequests
+
+PROPOSAL_BRANCH = "firewall/quarantine"
+ChangeKind = Literal["adopt", "release", "edit"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    eval_id: str
+    kind: ChangeKind
+    entry: Entry  # the proposed entry; for a release, the one that leaves
+
+
+@dataclasses.dataclass(frozen=True)
+class ProposalResult:
+    changes: list[Change]
+    base: str
+    branch: str
+    pushed: bool  # False: nothing changed since the branch was last pushed (or a dry run)
+    deleted: bool = False  # nothing left to propose: the branch was removed
+    number: int | None = None
+    url: str | None = None
+
+
+class ProposalRefused(FirewallError):
+    """GitHub would not open the pull request; the step fails and says what to change."""
+
+    exit_code = (
+        ExitCode.FAIL
+    )  # the proposal step fails: a reviewer would otherwise never see the change
+
+
+def propose(
+    ctx: Context, *, base: str | None = None, pulls: PullRequests | None, dry_run: bool = False
+) -> ProposalResult:
+    """Carry the job's registry changes to the rolling pull request."""
+    remote = ctx.settings.state.remote or "origin"
+    git = Git(ctx.cwd, ctx.env)
+    base = base or ctx.checkout.default_branch or "main"
+    path = _repo_path(git, ctx.cwd / ctx.settings.registry)
+    base_tip = _fetch(git, remote, base, "refs/firewall/base")
+    if base_tip is None:
+        raise UsageError(f"{remote} has no branch {base!r} to propose against; pass --base")
+    reviewed = _entries_at(git, base_tip, path)
+    proposed = ctx.registry.read()
+    changes = diff(reviewed, proposed)
+    existing = _fetch(git, remote, PROPOSAL_BRANCH, "refs/firewall/proposal")
+    if not changes:
+        if existing is not None and not dry_run:
+            _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}")
+        return ProposalResult([], base, PROPOSAL_BRANCH, pushed=False, deleted=existing is not None)
+    text = render(proposed)
+    blob = _git(git, "hash-object", "-w", "--stdin", stdin=text)
+    if existing is not None and _up_to_date(git, existing, base_tip, path, blob):
+        return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False)
+    if dry_run:
+        return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False)
+    commit = _commit(git, base_tip, path, blob, message=title(changes))
+    _git(git, "push", "--quiet", "--force", remote, f"{commit}:refs/heads/{PROPOSAL_BRANCH}")
+    if pulls is None:
+        return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=True)
+    from firewall.errors import PullRequestNotPermitted
+
+    try:
+        opened = pulls.propose(
+            head=PROPOSAL_BRANCH, base=base, title=title(changes), body=body(changes, path)
+        )
+    except PullRequestNotPermitted as exc:
+        if existing is None:  # leave no orphan branch behind
+            _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}")
+        raise ProposalRefused(str(exc)) from None
+    return ProposalResult(
+        changes, base, PROPOSAL_BRANCH, pushed=True, number=opened.number, url=opened.url
+    )
+
+
+def diff(reviewed: dict[str, Entry], proposed: dict[str, Entry]) -> list[Change]:
+    """What a reviewer must see between the default branch's registry and the proposed one."""
+    changes = []
+    for eval_id in sorted(set(reviewed) | set(proposed)):
+        before, after = reviewed.get(eval_id), proposed.get(eval_id)
+        if not reviewed_change(before, after):
+            continue
+        if after is None:
+            assert before is not None
+            changes.append(Change(eval_id, "release", before))
+        else:
+            changes.append(Change(eval_id, "adopt" if before is None else "edit", after))
+    return changes
+
+
+def title(changes: list[Change]) -> str:
+    counts = {kind: sum(c.kind == kind for c in changes) for kind in ("adopt", "release", "edit")}
+    parts = [
+        f"{counts['adopt']} to quarantine" if counts["adopt"] else "",
+        f"{counts['release']} to release" if counts["release"] else "",
+        f"{counts['edit']} changed" if counts["edit"] else "",
+    ]
+    return "Flakiness firewall: " + ", ".join(part for part in parts if part)
+
+
+def body(changes: list[Change], path: str) -> str:
+    """The pull request's description: one line per change, with the numbers behind it."""
+    lines = [
+        f"The nightly re-probe proposes these changes to `{path}`, the reviewed registry of "
+        "quarantined evals. Merge to apply them; the next nightly updates this pull request "
+        "in place.",
+        "",
+    ]
+    for change in changes:
+        entry = change.entry
+        numbers = ", ".join(
+            part
+            for part in (
+                f"median {fmt(entry.median)}" if entry.median is not None else "",
+                f"iqr {fmt(entry.iqr)}" if entry.iqr is not None else "",
+                f"k={entry.k}" if entry.k else "",
+            )
+            if part
+        )
+        issue = f" (#{entry.issue})" if entry.issue else ""
+        verb = {"adopt": "quarantine", "release": "release", "edit": "update"}[change.kind]
+        reason = json.dumps(entry.reason)[1:-1].replace("`", "'")
+        lines.append(
+            f"- **{verb}** `{change.eval_id}`{issue}: {reason}"
+            + (f"; {numbers}" if numbers else "")
+        )
+    lines += ["", "<!-- firewall:proposal -->"]
+    return "\n".join(lines) + "\n"
+
+
+def _repo_path(git: Git, registry: Path) -> str:
+    top = Path(_git(git, "rev-parse", "--show-toplevel")).resolve()
+    try:
+        return registry.resolve().relative_to(top).as_posix()
+    except ValueError:
+        raise UsageError(f"{registry}: the registry is outside the repository at {top}") from None
+
+
+def _fetch(git: Git, remote: str, branch: str, into: str) -> str | None:
+    try:
+        return git.fetch_tip(remote, branch, into)
+    except StateError as exc:
+        raise FirewallError(f"firewall propose: {exc}") from None
+
+
+def _entries_at(git: Git, commit: str, path: str) -> dict[str, Entry]:
+    shown = git.run("show", f"{commit}:{path}")
+    if shown.returncode != 0:
+        return {}  # no registry on the default branch yet
+    return parse_registry(shown.stdout, source=f"{path} on the default branch")
+
+
+def _up_to_date(git: Git, tip: str, base_tip: str, path: str, blob: str) -> bool:
+    """Whether the proposal branch already carries exactly this file on today's base."""
+    # The raw commit, not `tip^`: a shallow fetch has the parent's id but not the parent.
+    header = git.run("cat-file", "commit", tip).stdout.split("\n\n", 1)[0].splitlines()
+    parents = [line.split()[1] for line in header if line.startswith("parent ")]
+    current = git.run("rev-parse", "--verify", f"{tip}:{path}").stdout.strip()
+    return parents == [base_tip] and current == blob
+
+
+def _commit(git: Git, base_tip: str, path: str, blob: str, *, message: str) -> str:
+    with tempfile.TemporaryDirectory(prefix="firewall-proposal-") as scratch:
+        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        _git(git, "read-tree", base_tip, extra_env=index)
+        _git(git, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index)
+        tree = _git(git, "write-tree", extra_env=index)
+    return _git(git, "commit-tree", tree, "-p", base_tip, "-m", message, extra_env=IDENTITY)
+
+
+def _git(
+    git: Git, *args: str, stdin: str | None = None, extra_env: dict[str, str] | None = None
+) -> str:
+    try:
+        return git.out(*args, stdin=stdin, extra_env=extra_env)
+    except StateError as exc:
+        raise FirewallError(f"firewall propose: {exc}") from None
+
+
+def pull_requests_for(ctx: Context, *, dry_run: bool) -> PullRequests | None:
+    """Who opens the pull request: nobody in a dry run (it says what it would do), GitHub
+    when the job has a token and a repository, else nobody (the branch is still pushed)."""
+    from firewall import output
+    from firewall.github.proposals import RecordingPullRequests
+
+    if dry_run:
+        return RecordingPullRequests(echo=output.note)
+    from firewall.github.client import pull_requests_from_environment
+
+    return pull_requests_from_environment(ctx.env)
