@@ -88,7 +88,9 @@ def reviewed_change(before: Entry | None, after: Entry | None) -> bool:
     return before.model_dump(include=keep) != after.model_dump(include=keep)
 
 
-EventKind = Literal["quarantined", "stable", "unstable", "errored", "released", "missing"]
+EventKind = Literal[
+    "quarantined", "stable", "unstable", "errored", "released", "missing", "dismissed"
+]
 
 
 @dataclasses.dataclass(frozen=True)

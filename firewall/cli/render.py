@@ -53,7 +53,7 @@ def nightly_result(fmt: str, *, registry: str) -> Callable[[NightlyResult], None
         elif not result.events:
             output.echo(f"nothing to re-probe: {registry} is empty")
         for event in result.events:
-            if event.kind in ("released", "quarantined", "missing"):
+            if event.kind in ("released", "quarantined", "missing", "dismissed"):
                 output.echo_untrusted(f"{event.eval_id}: {event.message}")
         output.echo(
             f"base seed {artefact.run.base_seed}"

@@ -137,8 +137,13 @@ def after_nightly(
     after: Mapping[str, Entry],
     settings: Settings,
     trends: Mapping[str, str],
+    quarantined: Collection[str] | None = None,
 ) -> Sync:
-    """Status blocks follow the streaks, releases close issues, then everything catches up."""
+    """Status blocks follow the streaks, releases close issues, then everything catches up.
+
+    An open issue of an eval not in ``quarantined`` (by default ``after``) is a stray,
+    and is closed.
+    """
     sync = Sync()
     make = _contexts(reports, settings, trends)
     with _guard(sync, tracker):
@@ -154,7 +159,8 @@ def after_nightly(
             elif event.kind == "released":
                 _guarded(sync, tracker.close, eval_id, None, event.message)
         pending = {i: e for i, e in after.items() if i not in sync.numbers}
-        catch_up(tracker, pending, make, sync, close_strays=True, registry=after)
+        keep = after if quarantined is None else quarantined
+        catch_up(tracker, pending, make, sync, close_strays=True, registry=keep)
     return sync
 
 

@@ -116,12 +116,20 @@ class Context:
             self._entries = entries
         return dict(self._entries)
 
-    def save_reviewed(self, before: Mapping[str, Entry], after: Mapping[str, Entry]) -> list[str]:
+    def save_reviewed(
+        self,
+        before: Mapping[str, Entry],
+        after: Mapping[str, Entry],
+        *,
+        waiting: Mapping[str, Progress] | None = None,
+    ) -> list[str]:
         """The nightly's record step in CI: progress to the state branch, and to the
-        registry file only what a reviewer must see. Returns the evals whose reviewed
+        registry file only what a reviewer must see. ``waiting`` is the progress of
+        releases whose pull request is not merged yet. Returns the evals whose reviewed
         entry changed (adopted, released, or edited)."""
         if isinstance(self.history, SharedHistory):
-            self.history.save_progress({i: progress_of(e) for i, e in after.items()})
+            progress = {i: progress_of(e) for i, e in after.items()}
+            self.history.save_progress({**progress, **(waiting or {})})
         changed = sorted(
             eval_id
             for eval_id in set(before) | set(after)
@@ -140,6 +148,28 @@ class Context:
                         entries[eval_id] = after[eval_id]
         self._entries = dict(after)
         return changed
+
+    def remember_issues(self, numbers: Mapping[str, int], dropped: Mapping[str, int]) -> None:
+        """Issue numbers learnt from GitHub (and the ones proved gone), kept where this
+        command keeps its state: the registry outside CI, the nightly's progress in CI."""
+
+        def apply(entries: dict[str, Entry]) -> None:
+            for eval_id, number in dropped.items():
+                if eval_id in entries and entries[eval_id].issue == number:
+                    entries[eval_id] = entries[eval_id].model_copy(update={"issue": None})
+            for eval_id, number in numbers.items():
+                if eval_id in entries:
+                    entries[eval_id] = entries[eval_id].model_copy(update={"issue": number})
+
+        if not self.reviewed:
+            with self.edit_registry() as entries:
+                apply(entries)
+            return
+        current = self.entries()
+        apply(current)
+        self._entries = current
+        if isinstance(self.history, SharedHistory):
+            self.history.save_progress({i: progress_of(e) for i, e in current.items()})
 
     def _progress(self) -> dict[str, Progress] | None:
         if not self.reviewed or not isinstance(self.history, SharedHistory):

@@ -14,7 +14,7 @@ how many were left out and where they are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ from firewall.policy import Status
 
 if TYPE_CHECKING:
     from firewall.artefact import Artefact
-    from firewall.github.issues import IssueTracker
+    from firewall.github.issues import Candidate, Change, IssueTracker, ProbeNumbers
     from firewall.github.sync import Sync
     from firewall.pipeline.context import Context
     from firewall.pipeline.nightly import NightlyResult
@@ -38,25 +38,51 @@ def publish_run(ctx: Context, result: RunResult, *, issues: bool) -> None:
 
 
 def publish_nightly(
-    ctx: Context, result: NightlyResult, before: dict[str, Entry], *, issues: bool
+    ctx: Context,
+    result: NightlyResult,
+    before: dict[str, Entry],
+    candidates: Mapping[str, Candidate],
+    *,
+    issues: bool,
 ) -> None:
-    """After `nightly`: status blocks, state-change comments, release closes, catch-up."""
+    """After `nightly`: status blocks, state-change comments, release closes, catch-up.
+
+    In CI a release closes nothing yet: its issue stays open until the default
+    branch's registry no longer holds the eval, that is until the proposal is
+    merged; then the next nightly closes it as a stray. Candidates the default
+    branch did not reproduce are dismissed, their issues closed with the numbers.
+    """
     problems: list[str] = []
     tracker = _tracker(ctx, problems, dry_run=result.dry_run, issues=issues)
     if tracker is not None and result.artefact.run.complete:
         from firewall.github import sync
 
         after = dict(before) if result.dry_run else ctx.entries()
+        events = result.events
+        keep_open: set[str] = set(after)
+        if ctx.reviewed:
+            events = [e for e in events if e.kind not in ("released", "dismissed")]
+            keep_open |= set(before) | set(candidates)
+            dismissed = {
+                e.eval_id: _reprobe(result.artefact, e.eval_id)
+                for e in result.events
+                if e.kind == "dismissed"
+            }
+            keep_open -= set(dismissed)
+            problems += _finish(
+                ctx, sync.after_reprobe(tracker, dismissed=dismissed), dry_run=result.dry_run
+            )
         problems += _finish(
             ctx,
             sync.after_nightly(
                 tracker,
                 reports=result.artefact.evals,
-                events=result.events,
+                events=events,
                 before=before,
                 after=after,
                 settings=ctx.settings,
                 trends=ctx.trends(r.id for r in result.artefact.evals),
+                quarantined=keep_open,
             ),
             dry_run=result.dry_run,
         )
@@ -143,14 +169,25 @@ def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> list[s
     tracker = _tracker(ctx, problems, dry_run=result.dry_run, issues=issues)
     if tracker is None or not result.artefact.run.complete:
         return problems
+    from firewall.github import sync
+
+    if result.candidates:  # CI: an instability waits on its issue for the nightly's word
+        candidates = {
+            report.id: _candidate(ctx, result.artefact, report.id)
+            for report in result.artefact.evals
+            if report.id in result.candidates
+        }
+        problems += _finish(ctx, sync.after_candidates(tracker, candidates), dry_run=result.dry_run)
     entries = ctx.entries()
-    new = [r for r in result.artefact.evals if r.status is Status.QUARANTINE]
+    new = [
+        r
+        for r in result.artefact.evals
+        if r.status is Status.QUARANTINE and r.id not in result.candidates
+    ]
     for report in new:  # a dry run wrote none of them, but says what it would do
         entries.setdefault(
             report.id, quarantine_entry(report, ctx.settings, at=ctx.clock(), git_sha=None)
         )
-    from firewall.github import sync
-
     return problems + _finish(
         ctx,
         sync.after_gate(
@@ -186,14 +223,66 @@ def _tracker(
 
 
 def _finish(ctx: Context, result: Sync, *, dry_run: bool) -> list[str]:
-    """Write the issue numbers learnt (and clear the gone ones) in the registry; the
-    warnings to report."""
+    """Keep the issue numbers learnt (and forget the gone ones); the warnings to report."""
     if not dry_run and (result.numbers or result.dropped):
-        with ctx.edit_registry() as current:
-            for eval_id, number in result.dropped.items():
-                if eval_id in current and current[eval_id].issue == number:
-                    current[eval_id] = current[eval_id].model_copy(update={"issue": None})
-            for eval_id, number in result.numbers.items():
-                if eval_id in current:
-                    current[eval_id] = current[eval_id].model_copy(update={"issue": number})
+        ctx.remember_issues(result.numbers, result.dropped)
     return list(result.warnings)
+
+
+def open_candidates(ctx: Context, *, issues: bool) -> dict[str, Candidate]:
+    """The candidates recorded on open issues, less the evals already quarantined."""
+    problems: list[str] = []
+    tracker = _tracker(ctx, problems, dry_run=False, issues=issues)
+    found: dict[str, Candidate] = {}
+    if tracker is not None:
+        from firewall.errors import IssueError
+
+        try:
+            found = tracker.candidates()
+        except IssueError as exc:
+            problems.append(f"{exc}; tonight's candidates wait for the next night")
+    report_problems(ctx, problems)
+    quarantined = ctx.entries()
+    return {eval_id: c for eval_id, c in found.items() if eval_id not in quarantined}
+
+
+def publish_proposal(ctx: Context, proposed: Mapping[str, tuple[int, Change]]) -> None:
+    """After `propose`: each eval's issue says which pull request proposes its change."""
+    problems: list[str] = []
+    tracker = _tracker(ctx, problems, dry_run=False, issues=True)
+    if tracker is not None and proposed:
+        from firewall.github import sync
+
+        problems += _finish(ctx, sync.after_reprobe(tracker, proposed=proposed), dry_run=False)
+    report_problems(ctx, problems)
+
+
+def _reprobe(artefact: Artefact, eval_id: str) -> ProbeNumbers:
+    from firewall.github.issues import ProbeNumbers
+
+    report = next(r for r in artefact.evals if r.id == eval_id)
+    return ProbeNumbers(
+        sha=artefact.run.git_sha,
+        ref=artefact.run.git_ref,
+        median=report.stats.median,
+        iqr=report.stats.iqr,
+        k=report.k,
+        reason=report.reason,
+        at=artefact.run.started_at,
+    )
+
+
+def _candidate(ctx: Context, artefact: Artefact, eval_id: str) -> Candidate:
+    from firewall.github.issues import Candidate
+
+    report = next(r for r in artefact.evals if r.id == eval_id)
+    return Candidate(
+        pr=ctx.checkout.pull_request or None,
+        sha=artefact.run.git_sha,
+        ref=artefact.run.git_ref,
+        median=report.stats.median,
+        iqr=report.stats.iqr,
+        k=report.k,
+        reason=report.reason,
+        at=artefact.run.started_at,
+    )

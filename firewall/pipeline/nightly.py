@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from firewall.artefact import Artefact, EvalReport
 from firewall.errors import ExitCode
-from firewall.lifecycle import Entry, Event, advance, quarantine_entry
+from firewall.lifecycle import Entry, Event, advance, progress_of, quarantine_entry
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
 from firewall.pipeline.run import keep, probe_part
@@ -56,6 +56,8 @@ def nightly(
 ) -> NightlyResult:
     settings = ctx.settings
     before = ctx.entries()
+    # In CI, the instabilities pull requests found wait on their issues for tonight's word.
+    candidates = effects.open_candidates(ctx, issues=options.issues) if ctx.reviewed else {}
     known = {spec.id for spec in ctx.specs}
     events = [
         Event(
@@ -67,7 +69,8 @@ def nightly(
         for eval_id in sorted(before)
         if eval_id not in known
     ]
-    targets = [spec for spec in ctx.specs if options.probe_all or spec.id in before]
+    wanted = set(before) | set(candidates)
+    targets = [spec for spec in ctx.specs if options.probe_all or spec.id in wanted]
     part = probe_part(
         ctx,
         targets,
@@ -77,11 +80,25 @@ def nightly(
         progress=progress,
     )
     reports = {spec.id: judge(spec, part.trials[spec.id], blocking=False) for spec in part.specs}
-    if part.complete and not options.dry_run:
+    at = part.started_at
+    if part.complete and not options.dry_run and ctx.reviewed:
+        current = ctx.entries()
+        events += _lifecycle(ctx, current, reports, at=at, candidates=candidates)
+        # A release waits for its pull request: until the default branch drops the entry,
+        # it is released again each stable night, and withdrawn by an unstable one.
+        waiting = {
+            event.eval_id: progress_of(before[event.eval_id]).model_copy(
+                update={"stable_streak": settings.nightly.release_after, "last_probe": at}
+            )
+            for event in events
+            if event.kind == "released"
+        }
+        ctx.save_reviewed(before, current, waiting=waiting)
+    elif part.complete and not options.dry_run:
         with ctx.edit_registry() as current:
-            events += _lifecycle(ctx, current, reports, at=part.started_at)
+            events += _lifecycle(ctx, current, reports, at=at)
     elif part.complete:
-        events += _lifecycle(ctx, dict(before), reports, at=part.started_at)
+        events += _lifecycle(ctx, dict(before), reports, at=at, candidates=candidates)
     final = [_with_nightly_status(reports[spec.id], events) for spec in part.specs]
     artefact = Artefact(
         run=run_info([part], mode="nightly", finished_at=part.finished_at),
@@ -95,14 +112,20 @@ def nightly(
     result = NightlyResult(artefact, events, report_path, dry_run=options.dry_run)
     if present is not None:
         present(result)
-    effects.publish_nightly(ctx, result, before, issues=options.issues)
+    effects.publish_nightly(ctx, result, before, candidates, issues=options.issues)
     return result
 
 
 def _lifecycle(
-    ctx: Context, current: dict[str, Entry], reports: Mapping[str, EvalReport], *, at: dt.datetime
+    ctx: Context,
+    current: dict[str, Entry],
+    reports: Mapping[str, EvalReport],
+    *,
+    at: dt.datetime,
+    candidates: Collection[str] = (),
 ) -> list[Event]:
-    """Count each probe toward its entry's release; adopt what `--all` found unstable."""
+    """Count each probe toward its entry's release; adopt what `--all` found unstable and
+    the candidates the default branch confirms; dismiss the ones it does not."""
     settings = ctx.settings
     happened = []
     for eval_id, report in reports.items():
@@ -117,8 +140,16 @@ def _lifecycle(
                 current[eval_id] = kept
             happened.append(event)
         elif report.status is Status.QUARANTINE:
-            current[eval_id] = quarantine_entry(report, settings, at=at, git_sha=ctx.git.sha)
-            happened.append(Event(eval_id, "quarantined", f"newly unstable: {report.reason}"))
+            where = "confirmed on the default branch" if eval_id in candidates else "newly unstable"
+            entry = quarantine_entry(report, settings, at=at, git_sha=ctx.git.sha)
+            current[eval_id] = entry.model_copy(update={"reason": f"{where}: {report.reason}"})
+            happened.append(Event(eval_id, "quarantined", f"{where}: {report.reason}"))
+        elif eval_id in candidates and report.status is not Status.ERROR:
+            happened.append(
+                Event(
+                    eval_id, "dismissed", f"not reproduced on the default branch: {report.reason}"
+                )
+            )
     return happened
 
 

@@ -101,6 +101,17 @@ def propose(
         if existing is None:  # leave no orphan branch behind
             _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}")
         raise ProposalRefused(str(exc)) from None
+    if opened.number:
+        from firewall.pipeline import effects
+
+        effects.publish_proposal(
+            ctx,
+            {
+                c.eval_id: (opened.number, "release" if c.kind == "release" else "adoption")
+                for c in changes
+                if c.kind != "edit"
+            },
+        )
     return ProposalResult(
         changes, base, PROPOSAL_BRANCH, pushed=True, number=opened.number, url=opened.url
     )
