@@ -81,6 +81,14 @@ def propose(
         if existing is not None and not dry_run:
             _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}")
         return ProposalResult([], base, PROPOSAL_BRANCH, pushed=False, deleted=existing is not None)
+    if existing is not None:
+        # An adoption already waiting for review stays as the reviewer first saw it: tonight's
+        # probe of the same candidate would only restate it with other numbers.
+        waiting = _entries_at(git, existing, path)
+        for change in changes:
+            if change.kind == "adopt" and change.eval_id in waiting:
+                proposed[change.eval_id] = waiting[change.eval_id]
+        changes = diff(reviewed, proposed)
     text = render(proposed)
     blob = _git(git, "hash-object", "-w", "--stdin", stdin=text)
     if existing is not None and _up_to_date(git, existing, base_tip, path, blob):

@@ -147,6 +147,11 @@ def record(ctx: Context, artefact: Artefact, options: RunOptions) -> RunResult:
     """
     report_path = options.report or ctx.cwd / ctx.settings.report
     fresh = [r for r in artefact.evals if r.status is Status.QUARANTINE]
+    if ctx.reviewed:  # in CI the registry changes only through commits: these are candidates
+        if not options.dry_run:
+            keep(ctx, artefact, report_path)
+        candidates = [r.id for r in fresh] if artefact.run.complete else []
+        return RunResult(artefact, [], report_path, options.dry_run, candidates=candidates)
     if options.dry_run:
         return RunResult(artefact, [r.id for r in fresh], report_path, dry_run=True)
     added: list[str] = []
