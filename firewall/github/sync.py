@@ -46,6 +46,7 @@ class Sync:
     numbers: dict[str, int] = dataclasses.field(default_factory=dict)
     dropped: dict[str, int] = dataclasses.field(default_factory=dict)
     warnings: list[str] = dataclasses.field(default_factory=list)
+    stopped: bool = False  # a failure that concerns every issue ended it: try no more this run
 
 
 def tracker_for(
@@ -292,6 +293,7 @@ class _guard:
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
         self.sync.warnings.extend(getattr(self.tracker, "notes", []))
         if isinstance(exc, IssueError):
+            self.sync.stopped = True
             self.sync.warnings.append(
                 f"{exc}; the decision and exit code stand, and the next "
                 "run or nightly catches up on the issues"

@@ -69,9 +69,13 @@ def publish_nightly(
                 if e.kind == "dismissed"
             }
             keep_open -= set(dismissed)
-            problems += _finish(
-                ctx, sync.after_reprobe(tracker, dismissed=dismissed), dry_run=result.dry_run
-            )
+            reprobed = sync.after_reprobe(tracker, dismissed=dismissed)
+            problems += _finish(ctx, reprobed, dry_run=result.dry_run)
+            if reprobed.stopped:  # GitHub is out of reach: one warning for the night is enough
+                announce(
+                    ctx, result.artefact, None if result.dry_run else result.report_path, problems
+                )
+                return
         problems += _finish(
             ctx,
             sync.after_nightly(
@@ -177,7 +181,10 @@ def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> list[s
             for report in result.artefact.evals
             if report.id in result.candidates
         }
-        problems += _finish(ctx, sync.after_candidates(tracker, candidates), dry_run=result.dry_run)
+        recorded = sync.after_candidates(tracker, candidates)
+        problems += _finish(ctx, recorded, dry_run=result.dry_run)
+        if recorded.stopped:  # GitHub is out of reach: one warning for the run is enough
+            return problems
     entries = ctx.entries()
     new = [
         r
