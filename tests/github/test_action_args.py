@@ -124,4 +124,4 @@ def test_an_unclosed_quote_is_an_error_annotation_and_nothing_runs(tmp_path: Pat
 def test_an_unknown_command_is_refused_before_anything_runs(tmp_path: Path, command: str) -> None:
     done, argv = run_step(tmp_path, "", command=command)
     assert done.returncode == 2 and argv is None
-    assert "command must be run or nightly" in done.stdout
+    assert "command must be run, nightly or propose" in done.stdout

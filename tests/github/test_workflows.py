@@ -98,7 +98,8 @@ def test_the_pr_gate_uses_this_action_and_uploads_the_report() -> None:
     assert any(step.get("uses") == "./" for step in steps)
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
     assert upload["if"] == "always()" and upload["with"]["path"] == "firewall-report.json"
-    assert workflow["permissions"] == {"contents": "read", "issues": "write"}
+    assert "main" in workflow["on"]["push"]["branches"], "the default branch's runs keep history"
+    assert workflow["permissions"] == {"contents": "write", "issues": "write"}
 
 
 def test_the_nightly_is_scheduled_and_proposes_a_pull_request() -> None:
@@ -106,10 +107,14 @@ def test_the_nightly_is_scheduled_and_proposes_a_pull_request() -> None:
     assert workflow["on"]["schedule"][0]["cron"]
     assert workflow["concurrency"]["cancel-in-progress"] is False
     steps = workflow["jobs"]["nightly"]["steps"]
-    firewall = next(s for s in steps if s.get("uses") == "./")
-    assert firewall["with"]["command"] == "nightly"
-    assert any("gh pr create" in script for script in scripts(workflow))
-    assert workflow["permissions"]["pull-requests"] == "write"
+    commands = [s["with"]["command"] for s in steps if s.get("uses") == "./"]
+    assert commands == ["nightly", "propose"], "re-probe, then one rolling pull request"
+    assert not any("gh " in script or "git push" in script for script in scripts(workflow))
+    assert workflow["permissions"] == {
+        "contents": "write",
+        "issues": "write",
+        "pull-requests": "write",
+    }
 
 
 def test_init_scaffolds_valid_workflows_and_never_overwrites(tmp_path: Path) -> None:
