@@ -171,6 +171,15 @@ class Context:
         if isinstance(self.history, SharedHistory):
             self.history.save_progress({i: progress_of(e) for i, e in current.items()})
 
+    def team_entries(self) -> dict[str, Entry]:
+        """The entries with the team's progress from the state branch, wherever this runs:
+        what `firewall status` shows on a laptop as in CI."""
+        entries = self.entries()
+        if self.reviewed or not isinstance(self.history, SharedHistory):
+            return entries  # in CI entries() has laid it over already
+        progress = self.history.progress() or {}
+        return {i: with_progress(e, progress.get(i)) for i, e in entries.items()}
+
     def _progress(self) -> dict[str, Progress] | None:
         if not self.reviewed or not isinstance(self.history, SharedHistory):
             return None

@@ -11,7 +11,7 @@ from firewall.report.status import StatusView, build
 
 def status_view(ctx: Context, *, days: int) -> StatusView:
     """`firewall status`: every quarantined eval with its trend, and the last recorded run."""
-    entries = ctx.entries()
+    entries = ctx.team_entries()
     return build(
         entries,
         ctx.history.scan(set(entries)),

@@ -119,6 +119,22 @@ class Jobs:
             outputs.append(proc.stdout + proc.stderr)
         return outputs
 
+    def laptop(self, *args: str) -> str:
+        """A command on a developer's fresh clone: no CI variables, no token."""
+        self.count += 1
+        clone = fresh_clone(self.origin, self.root / f"laptop-{self.count}")
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("GITHUB_", "RUNNER_")) and key != "CI"
+        }
+        env.update(GIT_ENV)
+        proc = subprocess.run(
+            [FIREWALL, *args], cwd=clone, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
     def nightly(self, *, propose_code: int = 0) -> tuple[str, str]:
         """The nightly workflow: re-probe, then propose, two steps of one job."""
         night, proposal = self.steps([("nightly",), ("propose",)], codes=[0, propose_code])
@@ -180,6 +196,8 @@ def test_a_candidate_is_confirmed_proposed_merged_and_released_only_after_merge(
     # tone is fixed on main; two stable nights propose its release, and the issue stays open.
     jobs.merge("", mode="stable")
     jobs.nightly()
+    (held,) = json.loads(jobs.laptop("status", "--json"))["quarantined"]
+    assert (held["id"], held["streak"]) == ("tone", 1), "a laptop sees the team's streak"
     _, proposal = jobs.nightly()
     assert "release  tone" in proposal
     assert hub.issues[issue.number].state == "open", "open until the release reaches main"
