@@ -264,6 +264,27 @@ def publish_proposal(ctx: Context, proposed: Mapping[str, tuple[int, Change]]) -
     report_problems(ctx, problems)
 
 
+def declined_issues(ctx: Context) -> dict[str, int]:
+    """Evals whose issue a person closed as not planned, when GitHub can be asked."""
+    env = ctx.env
+    if not (
+        ctx.settings.github.issues and env.get("GITHUB_TOKEN") and env.get("GITHUB_REPOSITORY")
+    ):
+        return {}
+    problems: list[str] = []
+    tracker = _tracker(ctx, problems, dry_run=False, issues=True)
+    found: dict[str, int] = {}
+    if tracker is not None:
+        from firewall.errors import IssueError
+
+        try:
+            found = {eval_id: d.number for eval_id, d in tracker.not_planned().items()}
+        except IssueError as exc:
+            problems.append(f"{exc}; the issues' states are not shown")
+    report_problems(ctx, problems)
+    return found
+
+
 def _reprobe(artefact: Artefact, eval_id: str) -> ProbeNumbers:
     from firewall.github.issues import ProbeNumbers
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from firewall.discovery import discover
 from firewall.errors import FirewallError
+from firewall.pipeline import effects
 from firewall.pipeline.context import Context
 from firewall.report.calibrate import Calibration, calibrate
 from firewall.report.status import StatusView, build
@@ -12,7 +13,7 @@ from firewall.report.status import StatusView, build
 def status_view(ctx: Context, *, days: int) -> StatusView:
     """`firewall status`: every quarantined eval with its trend, and the last recorded run."""
     entries = ctx.team_entries()
-    return build(
+    view = build(
         entries,
         ctx.history.scan(set(entries)),
         last_rows=ctx.history.last_run(),
@@ -22,6 +23,11 @@ def status_view(ctx: Context, *, days: int) -> StatusView:
         days=days,
         defined=_defined_ids(ctx, set(entries)),
     )
+    declined = effects.declined_issues(ctx) if entries else {}
+    for quarantined in view.quarantined:
+        if quarantined.id in declined:
+            quarantined.not_planned = declined[quarantined.id]
+    return view
 
 
 def calibration(ctx: Context) -> Calibration:

@@ -34,6 +34,7 @@ class QuarantineView(BaseModel):
     owner: str | None
     defined: bool
     drifting: dict[str, float] = {}  # output fields that varied in its latest probe
+    not_planned: int | None = None  # its issue, closed by a person as not planned
 
 
 class LastRun(BaseModel):
@@ -200,6 +201,11 @@ def render_status(view: StatusView) -> str:
         for q in view.quarantined:
             gone = "" if q.defined else " [no longer defined: release it]"
             lines.append(f"  {q.id} ({q.source}, since {q.since:%Y-%m-%d}){gone}: {q.reason}")
+            if q.not_planned is not None:
+                lines.append(
+                    f"    issue #{q.not_planned} was closed as not planned: the quarantine stays, "
+                    "without an issue; release it when the team is done with it"
+                )
             if q.drifting:
                 fields = ", ".join(
                     f"{name} {fmt(rate)}"
