@@ -130,6 +130,12 @@ class Context:
         if isinstance(self.history, SharedHistory):
             progress = {i: progress_of(e) for i, e in after.items()}
             self.history.save_progress({**progress, **(waiting or {})})
+        elif after:
+            self.notice(
+                f"no state branch to keep tonight's streaks in (the git remote "
+                f"{self.settings.state.remote or '(none)'!r} of [state] is not set up here): "
+                "every nightly starts counting anew, so no quarantine is ever released"
+            )
         changed = sorted(
             eval_id
             for eval_id in set(before) | set(after)
