@@ -107,6 +107,8 @@ def test_history_travels_between_jobs_through_the_origin(origin: Path, tmp_path:
     assert status.returncode == 0, status.stderr
     last = json.loads(status.stdout)["last_run"]
     assert last is not None and last["mode"] == "run" and last["counts"]["pass"] == 1
+    calibrated, _ = job(origin, tmp_path / "laptop-2", "calibrate", "--json", ci=False)
+    assert json.loads(calibrated.stdout)["overall"]["points"] == 4, "2 evals x 2 jobs"
 
 
 def test_a_pull_request_reads_the_trend_but_never_writes_it(origin: Path, tmp_path: Path) -> None:
