@@ -301,16 +301,8 @@ def _reprobe(artefact: Artefact, eval_id: str) -> ProbeNumbers:
 
 
 def _candidate(ctx: Context, artefact: Artefact, eval_id: str) -> Candidate:
+    """This run's probe of ``eval_id`` as a candidate, with the pull request it ran on."""
     from firewall.github.issues import Candidate
 
-    report = next(r for r in artefact.evals if r.id == eval_id)
-    return Candidate(
-        pr=ctx.checkout.pull_request or None,
-        sha=artefact.run.git_sha,
-        ref=artefact.run.git_ref,
-        median=report.stats.median,
-        iqr=report.stats.iqr,
-        k=report.k,
-        reason=report.reason,
-        at=artefact.run.started_at,
-    )
+    probe = _reprobe(artefact, eval_id)
+    return Candidate(**probe.model_dump(), pr=ctx.checkout.pull_request or None)
