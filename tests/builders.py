@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner, Result
 from pydantic import JsonValue
 
 from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
@@ -212,3 +213,14 @@ def make_artefact(
         ),
     )
     return Artefact(run=RunInfo(**fields), summary=summary, evals=list(reports))
+
+
+def invoke_split(*args: str) -> Result:
+    """Run the CLI with stdout and stderr kept apart, as tests that read them separately need."""
+    from firewall.cli import main
+
+    try:
+        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]  # click < 8.2
+    except TypeError:
+        runner = CliRunner()  # click 8.2 removed the option: the streams are always apart
+    return runner.invoke(main, list(args), catch_exceptions=False)

@@ -9,10 +9,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from builders import make_spec, trials
-from click.testing import CliRunner, Result
+from builders import invoke_split, make_spec, trials
 
-from firewall.cli import main
 from firewall.runner.seeds import trial_seed
 from firewall.store.parts import Probed
 from firewall.timeutil import now
@@ -26,13 +24,7 @@ ALTERNATING = (
 )
 
 
-def invoke(*args: str) -> Result:
-    """Run the CLI with stdout and stderr kept apart."""
-    try:
-        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]  # click < 8.2
-    except TypeError:
-        runner = CliRunner()  # click 8.2 removed the option: the streams are always apart
-    return runner.invoke(main, list(args), catch_exceptions=False)
+invoke = invoke_split
 
 
 def write_config(root: Path, evals: dict[str, str], header: str = "k = 4\nseed = 7\n") -> None:

@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-
-from firewall.cli import main
+from builders import invoke_split
 
 FIREWALL = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "firewall"
 INTERNAL = "firewall: error: internal error:"
@@ -20,13 +18,7 @@ STEADY = "echo '{\"score\": 0.9}'"
 MARKED = "touch ran.txt; echo '{\"score\": 0.9}'"
 
 
-def invoke(*args: str) -> Result:
-    """Run the CLI with stdout and stderr kept apart."""
-    try:
-        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]  # click < 8.2
-    except TypeError:
-        runner = CliRunner()  # click 8.2 removed the option: the streams are always apart
-    return runner.invoke(main, list(args), catch_exceptions=False)
+invoke = invoke_split
 
 
 def write_config(root: Path, settings: str, command: str, *, name: str = "firewall.toml") -> None:

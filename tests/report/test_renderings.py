@@ -12,6 +12,7 @@ import pytest
 from builders import (
     drifting_field,
     error_trial,
+    invoke_split,
     make_artefact,
     make_check,
     make_flip,
@@ -20,10 +21,8 @@ from builders import (
     trial,
     trials,
 )
-from click.testing import CliRunner, Result
 
 from firewall.artefact import Artefact, EvalReport
-from firewall.cli import main
 from firewall.diagnostics import Cause
 from firewall.policy import Check, Status
 from firewall.report.html import render_html
@@ -384,13 +383,7 @@ def test_html_marks_an_interrupted_run() -> None:
 # --- the command -------------------------------------------------------------------------
 
 
-def invoke(*args: str) -> Result:
-    """Run the CLI with stdout and stderr kept apart, which these tests read separately."""
-    try:
-        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]  # click < 8.2
-    except TypeError:
-        runner = CliRunner()  # click 8.2 removed the option: the streams are always apart
-    return runner.invoke(main, list(args), catch_exceptions=False)
+invoke = invoke_split
 
 
 @pytest.fixture
