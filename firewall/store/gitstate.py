@@ -100,7 +100,7 @@ class SharedHistory:
 
     def progress(self) -> dict[str, Progress] | None:
         """The nightly's progress per quarantined eval, or None when the branch has none."""
-        if self._shared() is None:
+        if self._unreachable:
             return None
         try:
             return parse_progress(self.state.read_text(PROGRESS_PATH))
@@ -118,10 +118,12 @@ class SharedHistory:
             self._give_up(f"{exc}; tonight's streaks were not saved")
 
     def _shared(self) -> list[HistoryRow] | None:
+        """The branch's rows; None when it is out of reach or holds none yet (a team that
+        has no CI runs on its default branch: the local file is then the only history)."""
         if self._unreachable:
             return None
         try:
-            return self.state.rows()
+            return self.state.rows() or None
         except StateError as exc:
             self._give_up(f"{exc}; reading the history from {self.local.describe()} instead")
             return None

@@ -190,3 +190,17 @@ def test_a_run_that_does_not_write_keeps_its_rows_local(origin: Path, tmp_path: 
 def test_state_error_names_the_command() -> None:
     with pytest.raises(StateError, match="git fetch from origin/firewall-state failed"):
         GitState(Path("/"), "origin", BRANCH).rows()
+
+
+def test_an_empty_or_missing_branch_leaves_the_local_file_as_the_history(
+    origin: Path, tmp_path: Path
+) -> None:
+    clone = fresh_clone(origin, tmp_path / "laptop")
+    local = LocalHistory(clone / ".firewall" / "history.jsonl")
+    said: list[str] = []
+    shared = SharedHistory(
+        local, GitState(clone, "origin", BRANCH), writes=lambda: False, notice=said.append
+    )
+    shared.append(rows("mine"))
+    assert [r.run_id for r in shared.last_run()] == ["mine"] * 3
+    assert len(list(shared.scan())) == 3 and said == []
