@@ -89,9 +89,11 @@ def shard_option(fn: F) -> F:
 
 
 def dry_run_option(fn: F) -> F:
-    return click.option(
-        "--dry-run", is_flag=True, help="Decide and print; change no file and no issue."
-    )(fn)
+    return dry_run_option_saying("Decide and print; change no file and no issue.")(fn)
+
+
+def dry_run_option_saying(help: str) -> Callable[[F], F]:
+    return click.option("--dry-run", is_flag=True, help=help)
 
 
 def k_option(help: str = "Trials per eval, overriding the config.") -> Callable[[F], F]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.cli.common import config_option, dry_run_option
+from firewall.cli.common import config_option, dry_run_option_saying
 from firewall.pipeline import context
 from firewall.pipeline.propose import ProposalRefused, propose, pull_requests_for
 
@@ -19,7 +19,7 @@ from firewall.pipeline.propose import ProposalRefused, propose, pull_requests_fo
     metavar="BRANCH",
     help="The branch to propose into (default: the repository's default branch).",
 )
-@dry_run_option
+@dry_run_option_saying("Say what would be pushed and proposed; push and open nothing.")
 def propose_command(config_path: Path | None, base: str | None, dry_run: bool) -> None:
     """Propose the changes `firewall nightly` made to the registry as one pull request.
 
