@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_origin
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from firewall.errors import ConfigError
 
@@ -21,6 +30,8 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 ID_PATTERN = r"^[A-Za-z0-9._/-]+$"
 DEFAULT_SEED = 0
+DEFAULT_MAX_K = 15
+MAX_K = 10_000
 
 
 class _Strict(BaseModel):
@@ -35,15 +46,31 @@ class Budgets(_Strict):
     mean_cost_usd: float | None = Field(default=None, ge=0)
 
 
+class Regression(_Strict):
+    """``regression = { max_drop = D }``: compare the eval with the default branch (§4)."""
+
+    max_drop: float = Field(ge=0, le=1)  # the drop of the median that is tolerated
+
+
 class Gate(_Strict):
     """The per-eval settings that may also be set globally."""
 
-    k: int | None = Field(default=None, ge=3, le=10_000)
+    k: int | None = Field(default=None, ge=3, le=MAX_K)
     threshold: float | None = Field(default=None, ge=0, le=1)
     flakiness: float | None = Field(default=None, ge=0, le=1)
     outlier_fence: float | None = Field(default=None, ge=0)
     timeout: float | None = Field(default=None, gt=0)
     max_errors: int | None = Field(default=None, ge=0)
+    min_scored: int | None = Field(default=None, ge=1)
+    adaptive: bool | None = None
+    max_k: int | None = Field(default=None, ge=3, le=MAX_K)
+
+    @field_validator("max_k")
+    @classmethod
+    def _max_k_reaches_k(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None:
+            _check_max_k(value, info.data.get("k"))
+        return value
 
 
 class EvalEntry(Gate):
@@ -62,6 +89,7 @@ class EvalEntry(Gate):
     owner: str | None = Field(
         default=None, pattern=r"^@?[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?$"
     )
+    regression: Regression | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> EvalEntry:
@@ -114,6 +142,9 @@ class Settings(_Strict):
     timeout: float = Field(default=300, gt=0)
     concurrency: int = Field(default=4, ge=1, le=512)
     max_errors: int = Field(default=0, ge=0)
+    min_scored: int = Field(default=3, ge=1)
+    adaptive: bool = True
+    max_k: int = Field(default=DEFAULT_MAX_K, ge=3, le=MAX_K)
     registry: str = "quarantine.json"
     history: str = ".firewall/history.jsonl"
     report: str = "firewall-report.json"
@@ -132,6 +163,12 @@ class Settings(_Strict):
             return value  # type: ignore[no-any-return]
         raise ValueError('must be a non-negative integer or "random"')
 
+    @field_validator("max_k")
+    @classmethod
+    def _max_k_reaches_k(cls, value: int, info: ValidationInfo) -> int:
+        _check_max_k(value, info.data.get("k"))
+        return value
+
     @model_validator(mode="after")
     def _unique_ids(self) -> Settings:
         seen: set[str] = set()
@@ -140,6 +177,49 @@ class Settings(_Strict):
                 raise ValueError(f"eval id {entry.id!r} is declared twice; ids must be unique")
             seen.add(entry.id)
         return self
+
+
+def _check_max_k(max_k: int, k: int | None) -> None:
+    # `k` is declared before `max_k`, so it is validated first (None: unset, or invalid).
+    if k is not None and max_k < k:
+        raise ValueError(_max_k_below(k))
+
+
+def _max_k_below(k: int, where: str = "") -> str:
+    return f"must be >= k ({k}{where}): the most trials one eval may get"
+
+
+def effective_max_k(entry: EvalEntry, settings: Settings) -> int:
+    """The most trials adaptivity may give the eval: its own max_k, else the global one.
+
+    A max_k left at its default never stands below the eval's own k (an eval
+    with k = 40 keeps its 40); one set explicitly below it is an error,
+    reported by ``max_k_conflict``.
+    """
+    k = settings.k if entry.k is None else entry.k
+    if entry.max_k is not None:
+        return entry.max_k
+    if "max_k" in settings.model_fields_set:
+        return settings.max_k
+    return max(settings.max_k, k)
+
+
+def max_k_conflict(entry: EvalEntry, settings: Settings) -> tuple[str, str] | None:
+    """The eval's key to name and what is wrong with it, when its max_k is below its k.
+
+    Only where the two come from different tables; within one table the
+    models' own validators refuse it.
+    """
+    k = settings.k if entry.k is None else entry.k
+    max_k = effective_max_k(entry, settings)
+    if max_k >= k:
+        return None
+    if entry.max_k is not None:  # its own max_k, below the global k
+        return "max_k", f"{_max_k_below(k, ', the global setting')} (got {max_k})"
+    return (
+        "k",
+        f"must be <= max_k ({max_k}, the global setting), or set this eval's max_k (got {k})",
+    )
 
 
 class LoadedConfig(BaseModel):
@@ -199,9 +279,20 @@ def load_config(explicit: Path | None = None, cwd: Path | None = None) -> Loaded
 
 def parse_settings(table: Any, *, source: str, prefix: str = "") -> Settings:
     try:
-        return Settings.model_validate(table)
+        settings = Settings.model_validate(table)
     except ValidationError as exc:
         raise ConfigError(explain(exc, source=source, prefix=prefix, document=table)) from None
+    # An eval's k and max_k may come from two tables: checked once both are known.
+    problems = []
+    for index, entry in enumerate(settings.evals):
+        conflict = max_k_conflict(entry, settings)
+        if conflict is not None:
+            key, what = conflict
+            where = _key_path(["evals", index, key], table)
+            problems.append(f"{source}: {prefix}{where}: {what}")
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return settings
 
 
 def parse_eval_options(options: dict[str, Any], *, source: str) -> EvalEntry:
@@ -222,6 +313,8 @@ def explain(exc: ValidationError, *, source: str, prefix: str, document: Any = N
         hint = _PATTERN_HINTS.get(named[-1]) if named else None
         if error["type"] == "string_pattern_mismatch" and hint:
             what = f"{hint} (got {error.get('input')!r})"
+        elif error["type"] == "model_type":
+            what = f"expected a table (got {error.get('input')!r})"
         elif error["type"] == "extra_forbidden":
             model = _model_at(loc[:-1])
             allowed = ", ".join(model.model_fields) if model else "see the documentation"
@@ -273,18 +366,21 @@ def _model_at(loc: list[Any]) -> type[BaseModel] | None:
         field = model.model_fields.get(str(part))
         if field is None:
             return EvalEntry if part == "evals" else None
-        annotation = field.annotation
-        model = (
-            annotation
-            # On 3.10 `list[X]` passes isinstance(..., type), and issubclass() then raises.
-            if get_origin(annotation) is None
-            and isinstance(annotation, type)
-            and issubclass(annotation, BaseModel)
-            else None
-        )
+        model = _model_in(field.annotation)
         if part == "evals":
             model = EvalEntry
     return model
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds: ``Budgets``, or ``Regression`` out of ``Regression | None``."""
+    if get_origin(annotation) in (Union, UnionType):
+        models = [_model_in(arg) for arg in get_args(annotation)]
+        return next((model for model in models if model is not None), None)
+    # On 3.10 `list[X]` passes isinstance(..., type), and issubclass() then raises.
+    if get_origin(annotation) is None and isinstance(annotation, type):
+        return annotation if issubclass(annotation, BaseModel) else None
+    return None
 
 
 def _eval_lines(text: str, settings: Settings) -> dict[str, int]:

@@ -4,19 +4,36 @@ Rules, first match wins (contract §4): error, violation, instability
 (quarantine), median below threshold, Wilson lower bound below
 ``min_pass_rate``, budget exceeded, pass. Every rule that ran is kept as a
 check, passes too, so a report can show actual against allowed.
+
+Instability is judged on what the trials report. Score-only evals: the IQR
+against ``flakiness``. Evals whose every trial reports binary items (whose
+mean is its score): a test of the trials against the binomial noise of that
+many items (``firewall.stats.item_variance``), since an accuracy over 50
+items scatters by about 0.04 from that noise alone. Both keep the collapse
+fence, the item evals' widened for the same noise (and checked before the
+test, so that a collapse is told by the trial it names).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict
 
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
-from firewall.stats import EPSILON, Stats, summarize
+from firewall.stats import EPSILON, ItemTest, Stats, item_variance, summarize
 from firewall.text import fmt, one_line
+
+ITEM_TEST_LEVEL = 0.01
+"""The trials of a binary-item eval are unstable when the p-value of their spread, under
+binomial noise alone, is below this (contract §4: "at 1%")."""
+
+ITEM_FENCE_Z = NormalDist().inv_cdf(1 - ITEM_TEST_LEVEL / 2)
+"""How many binomial standard deviations of one trial's score an item eval's collapse fence
+counts as F at least (2.576, the two-sided 1% normal quantile); see ``_fence_width``."""
 
 
 class Status(str, enum.Enum):
@@ -64,12 +81,16 @@ _BUDGET_METRICS = {
 
 def measure(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Stats:
     """The statistics of one probe, over the trials that did not error."""
+    return _measure(spec, trials)[0]
+
+
+def _measure(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Stats, ItemTest | None]:
     scored = [trial for trial in trials if trial.error is None and trial.score is not None]
 
     def metric(name: str) -> list[float]:
         return [trial.metrics[name] for trial in scored if name in trial.metrics]
 
-    return summarize(
+    stats = summarize(
         [trial.score for trial in scored if trial.score is not None],
         [bool(trial.passed) for trial in scored],
         errors=len(trials) - len(scored),
@@ -78,20 +99,147 @@ def measure(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Stats:
         tokens=metric("tokens"),
         costs_usd=metric("cost_usd"),
     )
+    # A pass-rate eval is exempt from every instability rule: no test to report either.
+    items = binary_items(scored) if spec.min_pass_rate is None else None
+    if items is None:
+        return stats, None
+    test = item_variance(items)
+    stats.item_test, stats.item_p = test.name, test.result.p_value
+    stats.dispersion, stats.items_per_trial = test.dispersion, test.items
+    return stats, test
+
+
+_BINARY = frozenset((0.0, 1.0))  # 1 == 1.0 == True in a set: any binary number is a member
+
+
+def binary_items(scored: Sequence[TrialRecord]) -> list[dict[str, float]] | None:
+    """The trials' items, when every trial reports binary ones whose mean is its score.
+
+    Only then is the score an accuracy over that many items, with the binomial
+    noise the item test allows for. Continuous item scores (a judge's 0.7) keep
+    the plain IQR rule: their noise is not binomial, and a test of the trial
+    effect over them (a two-way ANOVA) needs a variance model per eval that the
+    trials do not report.
+    """
+    if not scored:
+        return None
+    for trial in scored:
+        values = trial.items.values()
+        if not values or trial.score is None or not _BINARY.issuperset(values):
+            return None
+        if abs(sum(values) / len(values) - trial.score) > EPSILON:
+            return None
+    return [trial.items for trial in scored]
+
+
+def _p_text(p: float) -> str:
+    """Two significant digits (0.42, 0.0031, 2.3e-05), and never rounded up to the level."""
+    text = f"{p:.2g}"
+    return f"{p:.3g}" if p < ITEM_TEST_LEVEL <= float(text) else text
+
+
+def _fence_width(spec: EvalSpec, test: ItemTest | None) -> float:
+    """The least width the collapse fence counts in ("at least F", contract §4).
+
+    For an item eval, at least ITEM_FENCE_Z binomial standard deviations of a
+    trial's score. F is a setting about scores in general: left at 0.03, the
+    fence of an accuracy over 20 items at p = 0.95 would quarantine 5% of
+    honest probes by itself (2% at 50 items and p = 0.9), the binomial's long
+    lower tail crossing it. At 2.58 sd the fence sits 3 x 2.58 = 7.7 sd below
+    Q1, where no honest trial was seen in the tests' simulations; a smaller
+    collapse is left to the item test, whose variance it raises.
+    """
+    if test is None:
+        return spec.flakiness
+    return max(spec.flakiness, ITEM_FENCE_Z * test.noise)
+
+
+# One instability rule: its check, and the reason to quarantine ("" when the check held);
+# None when the rule does not apply. `count` says how many trials scored, for the reason.
+_Ruled = tuple[Check, str]
+
+
+def _iqr_rule(
+    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
+) -> _Ruled:
+    assert stats.iqr is not None and stats.median is not None
+    stable = stats.iqr <= spec.flakiness + EPSILON
+    check = Check(name="iqr", ok=stable, actual=fmt(stats.iqr), allowed=f"<= {fmt(spec.flakiness)}")
+    reason = (
+        ""
+        if stable
+        else f"iqr {fmt(stats.iqr)} > flakiness {fmt(spec.flakiness)} "
+        f"(median {fmt(stats.median)}, {count})"
+    )
+    return check, reason
+
+
+def _item_rule(
+    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
+) -> _Ruled:
+    assert test is not None and stats.median is not None
+    p_value = _p_text(test.result.p_value)
+    stable = test.result.p_value >= ITEM_TEST_LEVEL
+    check = Check(
+        name="item variance",
+        ok=stable,
+        actual=f"p {p_value} ({test.name})",
+        allowed=f">= {fmt(ITEM_TEST_LEVEL)}",
+    )
+    reason = (
+        ""
+        if stable
+        else f"between-trial variance {test.dispersion:.1f}x binomial (p = {p_value}, "
+        f"{test.name}; median {fmt(stats.median)}, {fmt(test.items)} items, {count})"
+    )
+    return check, reason
+
+
+def _collapse_rule(
+    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
+) -> _Ruled | None:
+    if spec.outlier_fence <= 0:
+        return None
+    assert stats.iqr is not None and stats.q1 is not None and stats.min is not None
+    assert stats.median is not None
+    width = max(stats.iqr, _fence_width(spec, test))
+    fence = stats.q1 - spec.outlier_fence * width
+    held = stats.min >= fence - EPSILON
+    check = Check(
+        name="collapse fence", ok=held, actual=f"min {fmt(stats.min)}", allowed=f">= {fmt(fence)}"
+    )
+    if held:
+        return check, ""
+    low = min((t for t in trials if t.score is not None), key=lambda t: t.score or 0.0)
+    noise = (
+        f" ({ITEM_FENCE_Z:.2f} binomial sd of {fmt(test.items)} items)"
+        if test is not None and width > max(stats.iqr, spec.flakiness)
+        else ""
+    )
+    return check, (
+        f"trial {low.index} (seed {low.seed}) collapsed to {fmt(stats.min)}, below the fence "
+        f"{fmt(fence)} = q1 {fmt(stats.q1)} - {fmt(spec.outlier_fence)} x {fmt(width)}{noise} "
+        f"(median {fmt(stats.median)}, iqr {fmt(stats.iqr)}, {count})"
+    )
 
 
 def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     """Apply the rule table to one probe."""
-    stats = measure(spec, trials)
+    stats, test = _measure(spec, trials)
     checks: list[Check] = []
     k = len(trials)
+    errored = [trial for trial in trials if trial.error is not None]
+    scored = k - len(errored)
+    # Every reason past row 1 says how many trials it stands on.
+    count = f"{scored} of {k} scored" if errored else f"k={k}"
 
     def verdict(status: Status, reason: str) -> Decision:
         # Trial errors and violation names are eval text and may span lines; a reason may not.
         return Decision(status=status, reason=one_line(reason), stats=stats, checks=tuple(checks))
 
     # 1. error: the probe could not measure enough.
-    errored = [trial for trial in trials if trial.error is not None]
+    first = errored[0] if errored else None
+    detail = f"; trial {first.index} (seed {first.seed}): {first.error}" if first else ""
     checks.append(
         Check(
             name="errors",
@@ -100,13 +248,23 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
             allowed=f"<= {spec.max_errors}",
         )
     )
-    if len(errored) > spec.max_errors or stats.median is None:
-        first = errored[0] if errored else None
-        detail = f"; trial {first.index} (seed {first.seed}): {first.error}" if first else ""
+    if len(errored) > spec.max_errors:
         return verdict(
             Status.ERROR,
             f"{len(errored)} of {k} trials errored (max_errors {spec.max_errors}){detail}",
         )
+    # Recorded only when it could matter: with every trial scored it holds unless k is small.
+    if errored or scored < spec.min_scored or stats.median is None:
+        enough = scored >= spec.min_scored and stats.median is not None
+        checks.append(
+            Check(name="scored", ok=enough, actual=str(scored), allowed=f">= {spec.min_scored}")
+        )
+        if not enough:
+            lost = f"{len(errored)} of {k} trials errored, leaving" if errored else "only"
+            return verdict(
+                Status.ERROR,
+                f"{lost} {scored} scored, fewer than min_scored {spec.min_scored}{detail}",
+            )
     for budget, (metric, _, _) in _BUDGET_METRICS.items():
         if getattr(spec.budgets, budget) is not None and getattr(stats, budget) is None:
             return verdict(
@@ -124,46 +282,28 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
             return verdict(
                 Status.FAIL,
                 f"violation {', '.join(trial.violations)} in trial "
-                f"{trial.index} (seed {trial.seed})",
+                f"{trial.index} (seed {trial.seed})" + (f" ({count})" if errored else ""),
             )
     checks.append(Check(name="violations", ok=True, actual="0", allowed="0"))
 
     assert stats.median is not None and stats.iqr is not None and stats.q1 is not None
     assert stats.min is not None
-    numbers = f"(median {fmt(stats.median)}, iqr {fmt(stats.iqr)}, k={k})"
+    spread = f"iqr {fmt(stats.iqr)}"
 
-    # 3. instability, unless the eval is judged on its pass rate.
+    # 3. instability, unless the eval is judged on its pass rate. An item eval's fence runs
+    # first: a collapse its test would see as well is better told by the trial it names.
     if spec.min_pass_rate is None:
-        stable = stats.iqr <= spec.flakiness + EPSILON
-        checks.append(
-            Check(name="iqr", ok=stable, actual=fmt(stats.iqr), allowed=f"<= {fmt(spec.flakiness)}")
-        )
-        if not stable:
-            return verdict(
-                Status.QUARANTINE,
-                f"iqr {fmt(stats.iqr)} > flakiness "
-                f"{fmt(spec.flakiness)} (median {fmt(stats.median)}, k={k})",
-            )
-        if spec.outlier_fence > 0:
-            fence = stats.q1 - spec.outlier_fence * max(stats.iqr, spec.flakiness)
-            held = stats.min >= fence - EPSILON
-            checks.append(
-                Check(
-                    name="collapse fence",
-                    ok=held,
-                    actual=f"min {fmt(stats.min)}",
-                    allowed=f">= {fmt(fence)}",
-                )
-            )
-            if not held:
-                low = min((t for t in trials if t.score is not None), key=lambda t: t.score or 0.0)
-                return verdict(
-                    Status.QUARANTINE,
-                    f"trial {low.index} (seed {low.seed}) collapsed "
-                    f"to {fmt(stats.min)}, below the fence {fmt(fence)} = q1 "
-                    f"{fmt(stats.q1)} - {fmt(spec.outlier_fence)} x "
-                    f"{fmt(max(stats.iqr, spec.flakiness))} {numbers}",
-                )
+        rules = (_iqr_rule, _collapse_rule) if test is None else (_collapse_rule, _item_rule)
+        for rule in rules:
+            ruled = rule(spec, stats, test, trials, count)
+            if ruled is None:
+                continue
+            check, unstable = ruled
+            checks.append(check)
+            if unstable:
+                return verdict(Status.QUARANTINE, unstable)
+        if test is not None:
+            spread += f", item variance p = {_p_text(test.result.p_value)}"
 
     # 4. stable and below the bar: a regression.
     reached = stats.median >= spec.threshold - EPSILON
@@ -175,8 +315,7 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     if not reached:
         return verdict(
             Status.FAIL,
-            f"median {fmt(stats.median)} < threshold "
-            f"{fmt(spec.threshold)} (iqr {fmt(stats.iqr)}, k={k})",
+            f"median {fmt(stats.median)} < threshold {fmt(spec.threshold)} ({spread}, {count})",
         )
 
     # 5. the pass-rate gate, on the Wilson lower bound.
@@ -192,12 +331,13 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
             )
         )
         if not held:
-            passes = round(stats.pass_rate * (k - stats.errors))
+            passes = round(stats.pass_rate * scored)
             return verdict(
                 Status.FAIL,
-                f"pass rate {passes}/{k - stats.errors}: wilson lower "
+                f"pass rate {passes}/{scored}: wilson lower "
                 f"bound {fmt(stats.wilson_low)} < min_pass_rate "
-                f"{fmt(spec.min_pass_rate)} at {fmt(spec.confidence)} confidence",
+                f"{fmt(spec.min_pass_rate)} at {fmt(spec.confidence)} confidence"
+                + (f" ({count})" if errored else ""),
             )
 
     # 6. budgets.
@@ -213,10 +353,13 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
             )
         )
         if not held:
-            return verdict(Status.FAIL, f"{label} {fmt(actual)}{unit} > budget {fmt(limit)}{unit}")
+            return verdict(
+                Status.FAIL,
+                f"{label} {fmt(actual)}{unit} > budget {fmt(limit)}{unit}"
+                + (f" ({count})" if errored else ""),
+            )
 
     return verdict(
         Status.PASS,
-        f"median {fmt(stats.median)} >= threshold "
-        f"{fmt(spec.threshold)} (iqr {fmt(stats.iqr)}, k={k})",
+        f"median {fmt(stats.median)} >= threshold {fmt(spec.threshold)} ({spread}, {count})",
     )

@@ -3,11 +3,20 @@ and the warnings about settings that make its gate impossible or meaningless."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from firewall.config import Budgets, EvalEntry, Settings
+from firewall.config import (
+    DEFAULT_MAX_K,
+    Budgets,
+    EvalEntry,
+    Regression,
+    Settings,
+    effective_max_k,
+    max_k_conflict,
+)
+from firewall.errors import ConfigError
 from firewall.stats import wilson_interval
 from firewall.text import fmt
 
@@ -41,6 +50,10 @@ class EvalSpec(BaseModel):
     outlier_fence: float
     timeout: float
     max_errors: int
+    min_scored: int = Field(default=3, ge=1)
+    adaptive: bool = True
+    max_k: int = DEFAULT_MAX_K  # at least k; see _max_k_default
+    regression: Regression | None = None
     min_pass_rate: float | None = None
     pass_score: float
     confidence: float = 0.95
@@ -50,8 +63,22 @@ class EvalSpec(BaseModel):
     owner: str | None = None
     source: Source
 
+    @model_validator(mode="before")
+    @classmethod
+    def _max_k_default(cls, data: Any) -> Any:
+        # A spec built without max_k (in code, in tests) adapts up to the default, or to its
+        # own k when that is more, as a config that leaves max_k unset does.
+        if isinstance(data, dict) and "max_k" not in data and isinstance(data.get("k"), int):
+            return {**data, "max_k": max(DEFAULT_MAX_K, data["k"])}
+        return data
+
     @classmethod
     def resolve(cls, entry: EvalEntry, settings: Settings, source: Source) -> EvalSpec:
+        conflict = max_k_conflict(entry, settings)
+        if conflict is not None:
+            # Config entries were checked when the config was read; this is a decorated eval.
+            key, what = conflict
+            raise ConfigError(f"{source}: @firewall.eval {key}: {what}")
         threshold = settings.threshold if entry.threshold is None else entry.threshold
         return cls(
             id=entry.id,
@@ -66,6 +93,10 @@ class EvalSpec(BaseModel):
             else entry.outlier_fence,
             timeout=settings.timeout if entry.timeout is None else entry.timeout,
             max_errors=settings.max_errors if entry.max_errors is None else entry.max_errors,
+            min_scored=settings.min_scored if entry.min_scored is None else entry.min_scored,
+            adaptive=settings.adaptive if entry.adaptive is None else entry.adaptive,
+            max_k=effective_max_k(entry, settings),
+            regression=entry.regression,
             min_pass_rate=entry.min_pass_rate,
             pass_score=threshold if entry.pass_score is None else entry.pass_score,
             confidence=entry.confidence,
@@ -92,6 +123,16 @@ def warnings_for(spec: EvalSpec) -> list[str]:
         notes.append(
             f"max_errors {spec.max_errors} >= k={spec.k}: an eval whose every trial "
             "errors is still ERROR, so this tolerance is never the deciding rule"
+        )
+    if spec.min_scored > spec.k:
+        notes.append(
+            f"min_scored {spec.min_scored} > k={spec.k}: even with no error a probe scores "
+            "too few trials, so every decision is ERROR"
+        )
+    elif spec.max_errors < spec.k and spec.k - spec.min_scored < spec.max_errors:
+        notes.append(
+            f"min_scored {spec.min_scored} with k={spec.k} tolerates only "
+            f"{spec.k - spec.min_scored} errored trials, fewer than max_errors {spec.max_errors}"
         )
     return notes
 

@@ -2,23 +2,42 @@
 
 Also the public helpers users call from their own evals (``firewall.stats``):
 the Wilson interval, the IQR, the drift rate and Cohen's kappa.
+
+And the tests of item-aware instability (contract §4): whether the trials of
+an eval that reports binary items differ by more than the binomial noise of
+that many items explains. Cochran's Q when every trial ran the same items, a
+chi-square test of homogeneity of the trials' pass rates otherwise; both are
+referred to the chi-square distribution, whose survival function is the
+regularized upper incomplete gamma function, computed here in plain Python.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from itertools import chain, compress
 from statistics import NormalDist
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "COCHRAN",
+    "DISPERSION",
     "EPSILON",
+    "ChiSquare",
+    "ItemTest",
     "Stats",
+    "binomial_dispersion",
+    "chi2_sf",
+    "cochran_q",
     "cohen_kappa",
     "drift_rate",
+    "gamma_q",
     "iqr",
+    "item_variance",
     "percentile",
     "quartiles",
     "summarize",
@@ -49,6 +68,12 @@ class Stats(BaseModel):
     p95_latency_ms: float | None = None
     mean_tokens: float | None = None
     mean_cost_usd: float | None = None
+    # The item-aware instability test, when every trial reported binary items (contract §4):
+    # its name, its p-value, and the between-trial variance as a multiple of the binomial one.
+    item_test: str | None = None
+    item_p: float | None = None
+    dispersion: float | None = None
+    items_per_trial: float | None = None  # their mean, when the trials ran different numbers
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -169,3 +194,187 @@ def summarize(
     if costs_usd:
         stats.mean_cost_usd = math.fsum(costs_usd) / len(costs_usd)
     return stats
+
+
+# --- chi-square tests of binary items ------------------------------------------
+
+_FLOAT_EPSILON = sys.float_info.epsilon  # the series and the fraction stop at full precision
+_TINY = 1e-300  # keeps the continued fraction's denominators off zero (Lentz's method)
+_MAX_ITERATIONS = 100_000
+
+
+class ChiSquare(NamedTuple):
+    """A chi-square test: its statistic, degrees of freedom and p-value (upper tail)."""
+
+    statistic: float
+    df: int
+    p_value: float
+
+
+def gamma_q(a: float, x: float) -> float:
+    """The regularized upper incomplete gamma function Q(a, x) = Γ(a, x) / Γ(a).
+
+    As Numerical Recipes (§6.2, ``gammq``) and Cephes (``igamc``) compute it:
+    the power series of P = 1 - Q below x = a + 1, where it converges fast and
+    Q is not small, so 1 - P loses nothing; Legendre's continued fraction of Q
+    (modified Lentz) above, where it converges fast and keeps Q's relative
+    precision however far out in the tail. The common factor x^a e^-x / Γ(a)
+    is taken through logarithms so that large a and x do not overflow.
+    """
+    if not a > 0 or not x >= 0:
+        raise ValueError(f"gamma_q needs a > 0 and x >= 0, got a={a}, x={x}")
+    if x == 0:
+        return 1.0
+    if math.isinf(x):
+        return 0.0
+    log_factor = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        return 1.0 - _gamma_p_series(a, x) * math.exp(log_factor)
+    return _gamma_q_fraction(a, x) * math.exp(log_factor)
+
+
+def _gamma_p_series(a: float, x: float) -> float:
+    """P(a, x) / (x^a e^-x / Γ(a)) = Σ x^n / (a (a+1) ... (a+n))."""
+    term = total = 1 / a
+    denominator = a
+    for _ in range(_MAX_ITERATIONS):
+        denominator += 1
+        term *= x / denominator
+        total += term
+        if abs(term) < abs(total) * _FLOAT_EPSILON:
+            return total
+    raise ArithmeticError(f"the series of P({a}, {x}) did not converge")  # pragma: no cover
+
+
+def _gamma_q_fraction(a: float, x: float) -> float:
+    """Q(a, x) / (x^a e^-x / Γ(a)) as the continued fraction 1/(x+1-a- 1(1-a)/(x+3-a- ...))."""
+    b = x + 1 - a
+    c = 1 / _TINY
+    d = 1 / b
+    h = d
+    for i in range(1, _MAX_ITERATIONS):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        if abs(d) < _TINY:
+            d = _TINY
+        c = b + an / c
+        if abs(c) < _TINY:
+            c = _TINY
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < _FLOAT_EPSILON:
+            return h
+    raise ArithmeticError(f"the fraction of Q({a}, {x}) did not converge")  # pragma: no cover
+
+
+def chi2_sf(x: float, df: float) -> float:
+    """P(X > x) for X chi-square with ``df`` degrees of freedom (``scipy.stats.chi2.sf``)."""
+    if not df > 0:
+        raise ValueError(f"chi-square needs df > 0, got {df}")
+    if math.isnan(x):
+        raise ValueError("chi-square survival of NaN")
+    return 1.0 if x <= 0 else gamma_q(df / 2, x / 2)
+
+
+def cochran_q(table: Sequence[Sequence[bool]]) -> ChiSquare:
+    """Cochran's Q test that k related binary samples share one pass rate.
+
+    ``table[i][j]`` is block i (an item) under treatment j (a trial). Blocks
+    that are all pass or all fail contribute nothing; when every block is, Q
+    is 0 and p is 1. Q = (k-1) (k Σ C_j² - N²) / (k N - Σ R_i²), with C_j the
+    column totals, R_i the row totals and N the grand total, on k-1 degrees of
+    freedom (as ``statsmodels.stats.contingency_tables.cochrans_q``).
+    """
+    if not table:
+        raise ValueError("Cochran's Q of no blocks")
+    k = len(table[0])
+    if any(len(row) != k for row in table):
+        raise ValueError("Cochran's Q needs the same treatments in every block")
+    columns = [sum(bool(row[j]) for row in table) for j in range(k)]
+    return _cochran_from_totals(columns, [sum(bool(cell) for cell in row) for row in table])
+
+
+def _cochran_from_totals(columns: Sequence[int], rows: Sequence[int]) -> ChiSquare:
+    """Cochran's Q from the pass counts of its columns and of its rows (all-fail rows may be
+    left out: they add nothing). In integers, so that only the last division rounds."""
+    k = len(columns)
+    total = sum(columns)
+    denominator = k * total - sum(r * r for r in rows)  # Σ R_i (k - R_i): 0 if all constant
+    if k < 2 or denominator == 0:
+        return ChiSquare(0.0, max(k - 1, 0), 1.0)
+    statistic = (k - 1) * (k * sum(c * c for c in columns) - total * total) / denominator
+    return ChiSquare(statistic, k - 1, chi2_sf(statistic, k - 1))
+
+
+def binomial_dispersion(passes: Sequence[int], totals: Sequence[int]) -> ChiSquare:
+    """Pearson's chi-square test that k binomial samples share one pass rate.
+
+    The k x 2 table of passes and fails, as ``scipy.stats.chi2_contingency``
+    without the continuity correction: Σ (s_j N - n_j S)² / (n_j S F) on k-1
+    degrees of freedom, with s_j of n_j passing in sample j, S of N passing in
+    all, F = N - S failing. When every item passed, or every one failed, the
+    samples cannot differ: the statistic is 0 and p is 1.
+    """
+    if len(passes) != len(totals) or not passes:
+        raise ValueError("binomial dispersion needs one total per pass count")
+    if any(not 0 <= s <= n or n == 0 for s, n in zip(passes, totals, strict=True)):
+        raise ValueError("binomial dispersion needs 0 <= passes <= total and total > 0")
+    k = len(passes)
+    grand, successes = sum(totals), sum(passes)
+    failures = grand - successes
+    if k < 2 or successes == 0 or failures == 0:
+        return ChiSquare(0.0, max(k - 1, 0), 1.0)
+    statistic = math.fsum(
+        (s * grand - n * successes) ** 2 / (n * successes * failures)
+        for s, n in zip(passes, totals, strict=True)
+    )
+    return ChiSquare(statistic, k - 1, chi2_sf(statistic, k - 1))
+
+
+COCHRAN = "Cochran's Q"
+DISPERSION = "chi-square dispersion"
+
+
+class ItemTest(NamedTuple):
+    """Whether the trials of a binary-item eval differ by more than binomial noise explains."""
+
+    name: str  # COCHRAN or DISPERSION
+    result: ChiSquare
+    pass_rate: float  # pooled over every item of every trial
+    items: float  # per trial; their mean when the trials ran different numbers of items
+
+    @property
+    def dispersion(self) -> float:
+        """The between-trial variance as a multiple of the binomial one (about 1 if honest)."""
+        return self.result.statistic / self.result.df if self.result.df else 0.0
+
+    @property
+    def noise(self) -> float:
+        """The binomial standard deviation of one trial's score, sqrt(p (1 - p) / n)."""
+        return math.sqrt(self.pass_rate * (1 - self.pass_rate) / self.items)
+
+
+def item_variance(trials: Sequence[Mapping[str, float]]) -> ItemTest:
+    """Test the trials' binary item scores (1.0 pass, 0.0 fail) against binomial noise.
+
+    Cochran's Q with the items as blocks when every trial ran the same item
+    ids: it compares the trials item by item, so that hard and easy items do
+    not count as scatter. Otherwise (sampled items) there is no one set of
+    items to pair the trials on, and their pass counts are compared with
+    Pearson's chi-square. Whether the items are binary, the caller checks.
+    """
+    if not trials or any(not items for items in trials):
+        raise ValueError("item_variance needs trials that each report items")
+    passes = [round(math.fsum(items.values())) for items in trials]
+    totals = [len(items) for items in trials]
+    pass_rate = sum(passes) / sum(totals)
+    per_trial = sum(totals) / len(totals)
+    first = trials[0].keys()
+    if all(items.keys() == first for items in trials[1:]):
+        # Each item's passes over the trials; compress() and Counter keep the loop in C.
+        rows = Counter(chain.from_iterable(compress(t.keys(), t.values()) for t in trials))
+        result = _cochran_from_totals(passes, list(rows.values()))
+        return ItemTest(COCHRAN, result, pass_rate, per_trial)
+    return ItemTest(DISPERSION, binomial_dispersion(passes, totals), pass_rate, per_trial)

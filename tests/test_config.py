@@ -463,3 +463,165 @@ def test_state_branch_must_be_a_git_branch_name(branch: str) -> None:
 def test_state_remote_must_be_a_remote_name() -> None:
     message = config_error({"state": {"remote": "git@host:repo"}})
     assert message.startswith("firewall.toml: state.remote: ") and "name of a git remote" in message
+
+
+# --- min_scored, adaptive, max_k, regression (contract §2) -------------------------------
+
+
+def test_the_new_keys_default_as_the_contract_says() -> None:
+    settings = parse_settings({"evals": [{"id": "e", "command": "true"}]}, source="f")
+    entry = settings.evals[0]
+
+    assert (settings.min_scored, settings.adaptive, settings.max_k) == (3, True, 15)
+    assert (entry.min_scored, entry.adaptive, entry.max_k) == (None, None, None)  # inherit
+    assert entry.regression is None
+
+
+def test_the_new_keys_are_read_globally_and_per_eval(project: Path) -> None:
+    write(
+        project / "pyproject.toml",
+        """\
+        [tool.firewall]
+        k = 7
+        max_errors = 2
+        min_scored = 4
+        adaptive = false
+        max_k = 21
+
+        [[tool.firewall.evals]]
+        id = "triage-accuracy"
+        command = "python evals/triage.py --seed {seed}"
+        min_scored = 5
+        adaptive = true
+        max_k = 30
+        regression = { max_drop = 0.01 }
+        """,
+    )
+
+    settings = load_config(None, project).settings
+
+    assert (settings.min_scored, settings.adaptive, settings.max_k) == (4, False, 21)
+    entry = settings.evals[0]
+    assert (entry.min_scored, entry.adaptive, entry.max_k) == (5, True, 30)
+    assert entry.regression is not None and entry.regression.max_drop == 0.01
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "allowed"),
+    [
+        ({"min_scored": 0}, "min_scored", "greater than or equal to 1"),
+        ({"min_scored": 2.5}, "min_scored", "integer"),
+        (
+            {"evals": [{"id": "e", "command": "true", "min_scored": 0}]},
+            "min_scored",
+            "greater than or equal to 1",
+        ),
+        ({"adaptive": "yes"}, "adaptive", "bool"),
+        ({"adaptive": 1}, "adaptive", "bool"),
+        ({"evals": [{"id": "e", "command": "true", "adaptive": "no"}]}, "adaptive", "bool"),
+        ({"max_k": 2}, "max_k", "greater than or equal to 3"),
+        ({"max_k": 10_001}, "max_k", "less than or equal to 10000"),
+        ({"max_k": "15"}, "max_k", "integer"),
+        (
+            {"evals": [{"id": "e", "command": "true", "max_k": 2}]},
+            "max_k",
+            "greater than or equal to 3",
+        ),
+        (
+            {"evals": [{"id": "e", "command": "true", "regression": {"max_drop": 1.5}}]},
+            "regression.max_drop",
+            "less than or equal to 1",
+        ),
+        (
+            {"evals": [{"id": "e", "command": "true", "regression": {"max_drop": -0.1}}]},
+            "regression.max_drop",
+            "greater than or equal to 0",
+        ),
+        (
+            {"evals": [{"id": "e", "command": "true", "regression": {"max_drop": "1%"}}]},
+            "regression.max_drop",
+            "number",
+        ),
+        (
+            {"evals": [{"id": "e", "command": "true", "regression": {}}]},
+            "regression.max_drop",
+            "required",
+        ),
+        (
+            {"evals": [{"id": "e", "command": "true", "regression": 0.01}]},
+            "regression",
+            "expected a table",
+        ),
+    ],
+)
+def test_the_new_keys_refuse_what_the_contract_does_not_allow(
+    table: dict[str, Any], key: str, allowed: str
+) -> None:
+    message = config_error(table)
+
+    assert message.startswith("firewall.toml: ")
+    assert f"{key}:" in message
+    assert allowed in message
+
+
+def test_an_unknown_key_under_regression_names_the_allowed_one() -> None:
+    message = config_error(
+        {"evals": [{"id": "e", "command": "true", "regression": {"max_drop": 0.1, "drop": 1}}]}
+    )
+
+    assert message == (
+        "firewall.toml: evals[0] (id 'e').regression.drop: unknown key; allowed here: max_drop"
+    )
+
+
+def test_regression_is_per_eval_only() -> None:
+    assert "regression: unknown key" in config_error({"regression": {"max_drop": 0.1}})
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"k": 9, "max_k": 8}, "firewall.toml: max_k: must be >= k (9)"),
+        (
+            {"evals": [{"id": "e", "command": "true", "k": 12, "max_k": 10}]},
+            "firewall.toml: evals[0] (id 'e').max_k: must be >= k (12)",
+        ),
+        (
+            {"k": 12, "evals": [{"id": "e", "command": "true", "max_k": 10}]},
+            "firewall.toml: evals[0] (id 'e').max_k: must be >= k (12, the global setting)",
+        ),
+        (
+            {
+                "max_k": 15,
+                "evals": [{"id": "ok", "command": "true"}, {"id": "e", "command": "true", "k": 40}],
+            },
+            "firewall.toml: evals[1] (id 'e').k: must be <= max_k (15, the global setting)",
+        ),
+    ],
+)
+def test_max_k_below_the_eval_k_is_an_error_naming_the_key(
+    table: dict[str, Any], message: str
+) -> None:
+    assert config_error(table).startswith(message)
+
+
+def test_a_max_k_conflict_in_pyproject_carries_the_prefix(project: Path) -> None:
+    write(
+        project / "pyproject.toml",
+        "[tool.firewall]\nk = 12\n\n"
+        + MINIMAL_EVAL.replace("[[evals]]", "[[tool.firewall.evals]]")
+        + "max_k = 10\n",
+    )
+
+    message = load_error(project)
+
+    assert message.startswith("pyproject.toml: tool.firewall.evals[0] (id 'triage').max_k: ")
+    assert "must be >= k (12, the global setting)" in message and "(got 10)" in message
+
+
+def test_an_eval_k_above_the_default_max_k_raises_its_max_k() -> None:
+    # max_k left at its default: an eval that asks for 40 trials keeps them (as the example
+    # suite's exit-code eval does), and adaptivity may not cut it below.
+    settings = parse_settings({"evals": [{"id": "e", "command": "true", "k": 40}]}, source="f")
+
+    assert settings.evals[0].k == 40 and settings.max_k == 15

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
+
+import numpy as np
 import pytest
+import scipy.stats
 from builders import check_named, error_trial, make_spec, trial, trials, with_metrics
 
 from firewall.diagnostics import format_check
 from firewall.policy import Decision, Status, decide
 from firewall.runner.trial import TrialRecord
+from firewall.text import fmt
 
 STABLE = [0.92, 0.91, 0.93, 0.92, 0.92, 0.91, 0.93]  # median 0.92, iqr 0.01
 SCATTERED = [0.5, 0.9, 0.6, 0.95, 0.7, 0.85, 0.55]  # iqr 0.3
@@ -445,3 +451,300 @@ def test_a_status_reads_as_its_value_on_every_python(status: Status) -> None:
     # Python 3.11 changed format() of str-mixin enums; templates and f-strings must not care.
     assert f"{status}" == str(status) == status.value
     assert status.label == status.value.upper()
+
+
+# --- min_scored and "n of k scored" -------------------------------------------------
+
+
+def test_the_reason_says_how_many_trials_scored_when_some_errored() -> None:
+    records = [error_trial(index=0)] + [trial(0.81, index=i) for i in range(1, 7)]
+
+    decision = decide(make_spec(max_errors=1), records)
+
+    assert decision.status is Status.PASS
+    assert decision.reason == "median 0.81 >= threshold 0.8 (iqr 0, 6 of 7 scored)"
+    assert check_named(decision.checks, "scored").ok
+
+
+def test_error_when_fewer_than_min_scored_trials_scored_within_max_errors() -> None:
+    records = [error_trial("judge timed out", index=i) for i in range(5)]
+    records += [trial(0.92, index=5), trial(0.92, index=6)]
+
+    decision = decide(make_spec(max_errors=5, min_scored=3), records)
+
+    assert decision.status is Status.ERROR
+    assert decision.reason.startswith(
+        "5 of 7 trials errored, leaving 2 scored, fewer than min_scored 3; trial 0 (seed 1000):"
+    )
+    assert "judge timed out" in decision.reason
+    assert check_named(decision.checks, "errors").ok  # within max_errors: min_scored decided
+    assert_decided_by(decision, "scored")
+
+
+def test_exactly_min_scored_trials_scored_is_enough() -> None:
+    records = [error_trial(index=i) for i in range(4)] + [trial(0.9, index=i) for i in (4, 5, 6)]
+
+    decision = decide(make_spec(max_errors=4, min_scored=3), records)
+
+    assert decision.status is Status.PASS
+    assert "3 of 7 scored" in decision.reason
+
+
+def test_min_scored_one_lets_a_single_scored_trial_decide() -> None:
+    records = [error_trial(index=i) for i in range(6)] + [trial(0.9, index=6)]
+
+    decision = decide(make_spec(max_errors=6, min_scored=1), records)
+
+    assert decision.status is Status.PASS
+    assert "1 of 7 scored" in decision.reason
+
+
+def test_a_probe_shorter_than_min_scored_is_an_error_even_without_errors() -> None:
+    decision = decide(make_spec(k=3, min_scored=5), trials([0.9, 0.9, 0.9]))
+
+    assert decision.status is Status.ERROR
+    assert decision.reason == "only 3 scored, fewer than min_scored 5"
+    assert_decided_by(decision, "scored")
+
+
+def test_max_errors_still_decides_first() -> None:
+    records = [error_trial(index=i) for i in range(5)] + [trial(0.9, index=i) for i in (5, 6)]
+
+    decision = decide(make_spec(max_errors=1, min_scored=3), records)
+
+    assert "5 of 7 trials errored (max_errors 1)" in decision.reason
+    assert_decided_by(decision, "errors")
+
+
+@pytest.mark.parametrize(
+    ("scores", "overrides", "expected"),
+    [
+        (SCATTERED[1:], {}, "iqr 0.262 > flakiness 0.03 (median 0.775, 6 of 7 scored)"),
+        (COLLAPSED[1:], {}, "(median 0.92, iqr 0, 6 of 7 scored)"),
+        ([0.6] * 6, {"threshold": 0.85}, "median 0.6 < threshold 0.85 (iqr 0, 6 of 7 scored)"),
+    ],
+)
+def test_every_reason_past_the_error_rule_counts_the_scored_trials(
+    scores: list[float], overrides: dict[str, float], expected: str
+) -> None:
+    records = [error_trial(index=0)] + [trial(s, index=i) for i, s in enumerate(scores, 1)]
+
+    decision = decide(make_spec(max_errors=1, **overrides), records)
+
+    assert decision.status is not Status.ERROR
+    assert decision.reason.endswith(expected)
+
+
+def test_violation_wilson_and_budget_reasons_count_the_scored_trials() -> None:
+    errored = [error_trial(index=0)]
+    violated = errored + [trial(1.0, index=i, violations=["leak"] * (i == 3)) for i in range(1, 7)]
+    wilson = errored + [trial(1.0, index=i) for i in range(1, 30)]
+    budget = errored + with_metrics([trial(0.92, index=i) for i in range(1, 7)], tokens=[900.0] * 6)
+
+    def reason(records: list[TrialRecord], **overrides: object) -> str:
+        return decide(make_spec(max_errors=1, **overrides), records).reason
+
+    assert reason(violated).endswith("(6 of 7 scored)")
+    assert reason(wilson, k=30, min_pass_rate=0.95).endswith("(29 of 30 scored)")
+    assert "29/29" in reason(wilson, k=30, min_pass_rate=0.95)
+    assert reason(budget, budgets={"mean_tokens": 10.0}).endswith("(6 of 7 scored)")
+
+
+# --- item-aware instability (contract §4) ------------------------------------------------
+
+
+def item_trials(
+    counts: list[int], n: int = 50, *, items: str = "shared", errors: int = 0
+) -> list[TrialRecord]:
+    """Trials of an accuracy over ``n`` binary items, trial j passing ``counts[j]`` of them.
+
+    ``items``: "shared", every trial runs cases 0..n-1 and passes a seeded
+    random choice of them; "nested", trial j passes the first counts[j] (so
+    the trials differ by nothing but their counts); "sampled", each trial runs
+    cases of its own, as a sampled eval does.
+    """
+    records = [error_trial(index=i) for i in range(errors)]
+    for j, passes in enumerate(counts, start=errors):
+        prefix = f"trial{j}-case" if items == "sampled" else "case"
+        chosen = range(passes) if items == "nested" else random.Random(j).sample(range(n), passes)
+        passed = set(chosen)
+        cases = {f"{prefix}-{i}": 1.0 if i in passed else 0.0 for i in range(n)}
+        records.append(trial(passes / n, index=j, items=cases))
+    return records
+
+
+HONEST = [45, 44, 46, 45, 43, 47, 41]  # accuracies 0.82..0.94 over 50 items: iqr 0.04 > F
+
+
+def test_an_accuracy_that_scatters_by_binomial_noise_is_not_quarantined() -> None:
+    records = item_trials(HONEST, items="sampled")
+
+    assert decide(make_spec(), trials([r.score or 0 for r in records])).status is (
+        Status.QUARANTINE
+    )  # what the IQR rule alone would say
+    decision = decide(make_spec(), records)
+
+    assert decision.status is Status.PASS
+    assert decision.stats.iqr == pytest.approx(0.04)
+    # The item eval's checklist: the fence first (it names a collapsed trial), then the test.
+    assert check_names(decision) == [
+        "errors",
+        "violations",
+        "collapse fence",
+        "item variance",
+        "median",
+    ]
+    check = check_named(decision.checks, "item variance")
+    assert check.ok and check.allowed == ">= 0.01"
+    assert check.actual.startswith("p ") and check.actual.endswith("(chi-square dispersion)")
+    assert decision.stats.item_test == "chi-square dispersion"
+    assert decision.stats.item_p is not None and decision.stats.item_p > 0.01
+    assert decision.stats.dispersion == pytest.approx(scipy_dispersion(HONEST, [50] * 7), rel=1e-12)
+    assert decision.stats.items_per_trial == 50
+    assert decision.reason.startswith("median 0.9 >= threshold 0.8 (iqr 0.04, item variance p = ")
+    assert decision.reason.endswith(", k=7)")
+
+
+def scipy_dispersion(passes: list[int], totals: list[int]) -> float:
+    """Pearson's chi-square of the k x 2 table, per degree of freedom, from scipy."""
+    table = np.column_stack([passes, np.subtract(totals, passes)])
+    statistic, _, df, _ = scipy.stats.chi2_contingency(table, correction=False)
+    return float(statistic / df)
+
+
+def test_trials_that_differ_beyond_binomial_noise_are_quarantined_naming_the_test() -> None:
+    records = item_trials([45, 46, 44, 45, 33, 34, 32])  # three trials at 0.66, four at 0.9
+
+    decision = decide(make_spec(), records)
+
+    assert decision.status is Status.QUARANTINE
+    assert decision.reason.startswith("between-trial variance ")
+    assert "x binomial (p = " in decision.reason
+    assert "Cochran's Q; median 0.88, 50 items, k=7)" in decision.reason
+    assert_decided_by(decision, "item variance")
+    assert decision.stats.item_test == "Cochran's Q"
+    assert decision.stats.item_p is not None and decision.stats.item_p < 0.01
+    assert decision.stats.dispersion is not None and decision.stats.dispersion > 2
+    assert_one_line(decision)
+
+
+def test_the_dispersion_in_the_reason_is_the_statistic_per_degree_of_freedom() -> None:
+    decision = decide(make_spec(), item_trials([45, 46, 44, 45, 33, 34, 32], items="sampled"))
+
+    assert decision.stats.dispersion == pytest.approx(
+        scipy_dispersion([45, 46, 44, 45, 33, 34, 32], [50] * 7)
+    )
+    assert f"{decision.stats.dispersion:.1f}x binomial" in decision.reason
+    assert "chi-square dispersion" in decision.reason
+
+
+def test_a_tiny_p_value_is_shown_in_scientific_notation_not_as_zero() -> None:
+    decision = decide(make_spec(), item_trials([49, 50, 49, 50, 20, 21, 19]))
+
+    assert decision.stats.item_p is not None and decision.stats.item_p < 1e-6
+    assert "p = 0;" not in decision.reason and "e-" in decision.reason
+
+
+def test_a_collapsed_trial_of_an_item_eval_is_caught_by_the_fence_widened_for_its_items() -> None:
+    records = item_trials([45, 44, 46, 45, 43, 47, 10])  # one trial collapses to 0.2
+
+    decision = decide(make_spec(), records)
+
+    assert decision.status is Status.QUARANTINE
+    assert decision.reason.startswith("trial 6 (seed 1006) collapsed to 0.2, below the fence")
+    assert "2.58 binomial sd of 50 items" in decision.reason
+    assert_decided_by(decision, "collapse fence")
+
+
+def test_the_item_fence_is_wider_than_f_by_the_binomial_noise() -> None:
+    records = item_trials([45] * 6 + [29])  # q1 0.9, iqr 0, one trial at 0.58
+    pooled = (6 * 45 + 29) / 350
+    width = 2.5758293035489 * (pooled * (1 - pooled) / 50) ** 0.5  # 0.129 > F = 0.03
+    scores = [record.score or 0.0 for record in records]
+
+    item_fence = check_named(decide(make_spec(), records).checks, "collapse fence")
+    score_fence = check_named(decide(make_spec(), trials(scores)).checks, "collapse fence")
+
+    assert item_fence.ok and item_fence.allowed == f">= {fmt(0.9 - 3 * width)}" == ">= 0.514"
+    assert not score_fence.ok and score_fence.allowed == ">= 0.81"  # q1 - 3 x F
+
+
+def test_items_of_a_pass_rate_eval_change_nothing() -> None:
+    records = item_trials([45, 46, 44, 45, 33, 34, 32])
+
+    decision = decide(make_spec(min_pass_rate=0.3), records)
+
+    assert "item variance" not in check_names(decision)
+    assert "collapse fence" not in check_names(decision)
+    assert decision.stats.item_test is None
+
+
+def test_the_reason_of_an_item_eval_counts_the_scored_trials() -> None:
+    decision = decide(make_spec(max_errors=1), item_trials(HONEST[1:], errors=1))
+
+    assert decision.status is Status.PASS
+    assert decision.reason.endswith(", 6 of 7 scored)")
+
+
+def with_items(records: list[TrialRecord], index: int, items: dict[str, float]) -> None:
+    records[index] = records[index].model_copy(update={"items": items})
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda r: with_items(r, 3, {}), id="one trial reports no items"),
+        pytest.param(
+            lambda r: with_items(r, 3, {**r[3].items, "case-0": 0.5}), id="a continuous item"
+        ),
+        pytest.param(
+            lambda r: r.__setitem__(3, r[3].model_copy(update={"score": 0.5})),
+            id="the items' mean is not the score",
+        ),
+    ],
+)
+def test_evals_whose_items_are_not_an_accuracy_keep_the_iqr_rule(
+    spoil: Callable[[list[TrialRecord]], None],
+) -> None:
+    records = item_trials(HONEST)
+    spoil(records)
+
+    decision = decide(make_spec(), records)
+
+    assert "iqr" in check_names(decision) and "item variance" not in check_names(decision)
+    assert decision.stats.item_test is None
+
+
+def test_continuous_item_scores_keep_the_iqr_rule() -> None:
+    records = [trial(0.7, index=j, items={"case-0": 0.6, "case-1": 0.8}) for j in range(7)]
+
+    decision = decide(make_spec(threshold=0.5), records)
+
+    assert check_names(decision) == ["errors", "violations", "iqr", "collapse fence", "median"]
+
+
+def test_items_that_mean_their_score_within_float_slack_count_as_an_accuracy() -> None:
+    records = item_trials(HONEST)
+    for j, record in enumerate(records):
+        records[j] = record.model_copy(update={"score": (record.score or 0) + 1e-12})
+
+    assert decide(make_spec(), records).stats.item_test == "Cochran's Q"
+
+
+def test_an_item_eval_where_every_item_is_constant_has_nothing_to_test() -> None:
+    decision = decide(make_spec(), item_trials([45] * 7, items="nested"))
+
+    assert decision.status is Status.PASS
+    assert decision.stats.item_p == 1.0 and decision.stats.dispersion == 0.0
+
+
+def test_the_item_variance_check_reads_as_one_checklist_line() -> None:
+    passing = check_named(decide(make_spec(), item_trials(HONEST)).checks, "item variance")
+    failing = check_named(
+        decide(make_spec(), item_trials([45, 46, 44, 45, 33, 34, 32])).checks, "item variance"
+    )
+
+    assert format_check(passing).startswith("ok   item variance p 0.")
+    assert format_check(passing).endswith(" (Cochran's Q) >= 0.01")
+    assert format_check(failing).startswith("FAIL item variance p ")
+    assert format_check(failing).endswith(" (Cochran's Q) < 0.01")

@@ -7,16 +7,26 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 import pytest
+import scipy.special
 import scipy.stats
+from statsmodels.stats.contingency_tables import cochrans_q as statsmodels_cochran
 from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 from statsmodels.stats.proportion import proportion_confint
 
 from firewall import stats
 from firewall.stats import (
+    COCHRAN,
+    DISPERSION,
     EPSILON,
+    Stats,
+    binomial_dispersion,
+    chi2_sf,
+    cochran_q,
     cohen_kappa,
     drift_rate,
+    gamma_q,
     iqr,
+    item_variance,
     quartiles,
     summarize,
     wilson_interval,
@@ -291,3 +301,201 @@ def test_percentile_is_numpy_to_the_last_bit(size: int) -> None:
 def test_percentile_of_nothing_is_an_error() -> None:
     with pytest.raises(ValueError):
         stats.percentile([], 50)
+
+
+# --- chi-square survival, the regularized upper incomplete gamma -------------------
+
+RELATIVE = 1e-10
+"""How close to scipy the survival function must be, relative to its value."""
+SUBNORMAL = 1e-290  # below it scipy's own value has lost digits: both must merely be ~0
+
+
+def assert_close_to(ours: float, oracle: float, where: object) -> None:
+    if oracle > SUBNORMAL:
+        assert abs(ours - oracle) <= RELATIVE * oracle, (where, ours, oracle)
+    else:
+        assert 0 <= ours < 1e-280, (where, ours, oracle)
+
+
+def chi2_grid(df: int) -> list[float]:
+    """Tiny and huge x, and a dense sweep over the body and both tails of chi2(df)."""
+    body = np.linspace(0.01, 3 * df + 60, 120).tolist()
+    return [1e-300, 1e-100, 1e-12, 1e-6, 1e-3, *body, 1e3, 5e3, 1e4, 1e5, 1e7]
+
+
+def test_chi2_sf_matches_scipy_for_df_1_to_200_tiny_to_huge_x() -> None:
+    for df in range(1, 201):
+        xs = chi2_grid(df)
+        for x, oracle in zip(xs, scipy.stats.chi2.sf(xs, df), strict=True):
+            assert_close_to(chi2_sf(x, df), float(oracle), (df, x))
+
+
+@pytest.mark.parametrize("df", [250, 999, 2_000, 9_999])  # up to a probe of max_k = 10,000
+def test_chi2_sf_matches_scipy_for_many_degrees_of_freedom(df: int) -> None:
+    xs = [*np.linspace(0.5 * df, 1.6 * df, 200).tolist(), 1.0, 3.0 * df]
+    for x, oracle in zip(xs, scipy.stats.chi2.sf(xs, df), strict=True):
+        assert_close_to(chi2_sf(x, df), float(oracle), (df, x))
+
+
+@pytest.mark.parametrize("a", [1e-3, 0.1, 0.5, 0.77, 1.0, 2.5, 10.3, 77.7, 1_000.0])
+def test_gamma_q_matches_scipy_gammaincc_for_non_integer_shapes(a: float) -> None:
+    xs = [1e-200, 1e-10, 1e-3, *np.linspace(0.01, 5 * a + 30, 150).tolist(), a, a + 1]
+    for x in xs:
+        assert_close_to(gamma_q(a, x), float(scipy.special.gammaincc(a, x)), (a, x))
+
+
+def test_chi2_sf_at_the_ends_of_its_range() -> None:
+    assert chi2_sf(0.0, 3) == 1.0
+    assert chi2_sf(-1.0, 3) == 1.0
+    assert chi2_sf(float("inf"), 3) == 0.0
+    assert chi2_sf(2.0, 2) == pytest.approx(np.exp(-1.0), rel=1e-15)  # chi2(2) is exponential
+
+
+@pytest.mark.parametrize(("x", "df"), [(float("nan"), 3), (1.0, 0), (1.0, -2)])
+def test_chi2_sf_rejects_what_is_not_a_distribution(x: float, df: float) -> None:
+    with pytest.raises(ValueError):
+        chi2_sf(x, df)
+
+
+@pytest.mark.parametrize(("a", "x"), [(0.0, 1.0), (-1.0, 1.0), (1.0, -0.5)])
+def test_gamma_q_rejects_arguments_outside_its_domain(a: float, x: float) -> None:
+    with pytest.raises(ValueError):
+        gamma_q(a, x)
+
+
+# --- Cochran's Q and the binomial dispersion test ----------------------------------
+
+
+def random_binary_tables() -> list[np.ndarray]:
+    """Items x trials tables of every shape the policy meets: few and many items and trials,
+    rates near 0, near 1 and in between, items of their own difficulty, shifted trials."""
+    rng = np.random.default_rng(20261201)
+    tables = []
+    for _ in range(400):
+        items, trials = int(rng.integers(1, 201)), int(rng.integers(2, 16))
+        difficulty = rng.beta(*rng.uniform(0.2, 5, 2), size=(items, 1))
+        shift = rng.normal(0, rng.choice([0.0, 0.1, 0.3]), size=(1, trials))
+        tables.append((rng.random((items, trials)) < np.clip(difficulty + shift, 0, 1)).astype(int))
+    return tables
+
+
+def test_cochran_q_matches_statsmodels_on_random_tables() -> None:
+    compared = 0
+    for table in random_binary_tables():
+        ours = cochran_q(table.astype(bool).tolist())
+        assert ours.df == table.shape[1] - 1
+        if np.all((table.sum(axis=1) == 0) | (table.sum(axis=1) == table.shape[1])):
+            assert (ours.statistic, ours.p_value) == (0.0, 1.0)  # statsmodels divides 0 by 0
+            continue
+        oracle = statsmodels_cochran(table)
+        assert ours.statistic == pytest.approx(float(oracle.statistic), rel=1e-12, abs=1e-12)
+        assert_close_to(ours.p_value, float(oracle.pvalue), table.shape)
+        compared += 1
+    assert compared > 300
+
+
+def test_cochran_q_hand_case() -> None:
+    # Columns 3, 2, 1 of N = 6; rows 2, 1, 3, 0: Q = 2 (3 x 14 - 36) / (3 x 6 - 14) = 3.
+    table = [[True, True, False], [True, False, False], [True, True, True], [False] * 3]
+
+    result = cochran_q(table)
+
+    assert result.statistic == pytest.approx(3.0)
+    assert result.df == 2
+    assert result.p_value == pytest.approx(np.exp(-1.5))
+
+
+def test_cochran_q_of_items_that_never_change_is_zero_with_p_one() -> None:
+    assert cochran_q([[True] * 5, [False] * 5, [True] * 5]) == (0.0, 4, 1.0)
+
+
+def test_constant_items_add_nothing_to_cochran_q() -> None:
+    table = [[True, False, True, True], [False, False, True, False], [True, True, False, True]]
+    padded = table + [[True] * 4] * 20 + [[False] * 4] * 20
+
+    assert cochran_q(padded) == pytest.approx(cochran_q(table))
+
+
+def test_binomial_dispersion_matches_scipy_chi2_contingency_on_random_tables() -> None:
+    rng = np.random.default_rng(20261202)
+    compared = 0
+    for _ in range(400):
+        k = int(rng.integers(2, 16))
+        totals = rng.integers(1, 201, size=k)
+        rate = rng.beta(*rng.uniform(0.2, 5, 2)) + rng.normal(0, rng.choice([0.0, 0.1]), k)
+        passes = rng.binomial(totals, np.clip(rate, 0, 1))
+        ours = binomial_dispersion(passes.tolist(), totals.tolist())
+        assert ours.df == k - 1
+        if passes.sum() in (0, totals.sum()):
+            assert (ours.statistic, ours.p_value) == (0.0, 1.0)  # scipy: expected count of zero
+            continue
+        table = np.column_stack([passes, totals - passes])
+        statistic, p_value, df, _ = scipy.stats.chi2_contingency(table, correction=False)
+        assert df == k - 1
+        assert ours.statistic == pytest.approx(statistic, rel=1e-10, abs=1e-12)
+        assert_close_to(ours.p_value, float(p_value), table.tolist())
+        compared += 1
+    assert compared > 300
+
+
+@pytest.mark.parametrize(
+    ("passes", "totals"), [([1, 2], [2]), ([], []), ([3, 1], [2, 2]), ([0, 0], [0, 3])]
+)
+def test_binomial_dispersion_rejects_impossible_counts(
+    passes: list[int], totals: list[int]
+) -> None:
+    with pytest.raises(ValueError):
+        binomial_dispersion(passes, totals)
+
+
+def test_a_single_sample_cannot_differ_from_itself() -> None:
+    assert binomial_dispersion([3], [5]) == (0.0, 0, 1.0)
+    assert cochran_q([[True], [False]]) == (0.0, 0, 1.0)
+
+
+# --- item_variance: which test, on what -------------------------------------------------
+
+
+def items_of(*rows: str) -> list[dict[str, float]]:
+    """One trial per string; item i of a trial passes where the string has a 1 at i."""
+    return [{f"case-{i}": float(c == "1") for i, c in enumerate(row)} for row in rows]
+
+
+def test_item_variance_pairs_the_items_when_every_trial_ran_the_same_ones() -> None:
+    trials = items_of("1101", "1001", "1111", "0001")
+
+    test = item_variance(trials)
+
+    assert test.name == COCHRAN == "Cochran's Q"
+    table = [[bool(trial[case]) for trial in trials] for case in trials[0]]
+    assert test.result == pytest.approx(cochran_q(table))
+    assert test.pass_rate == pytest.approx(10 / 16)
+    assert test.items == 4
+    assert test.dispersion == pytest.approx(test.result.statistic / 3)
+    assert test.noise == pytest.approx(np.sqrt(10 / 16 * 6 / 16 / 4))
+
+
+def test_item_variance_compares_pass_counts_when_the_trials_ran_different_items() -> None:
+    trials = items_of("1101", "1001", "1111")
+    trials.append({"other-1": 1.0, "other-2": 0.0})
+
+    test = item_variance(trials)
+
+    assert test.name == DISPERSION == "chi-square dispersion"
+    assert test.result == pytest.approx(binomial_dispersion([3, 2, 4, 1], [4, 4, 4, 2]))
+    assert test.items == pytest.approx(14 / 4)
+
+
+def test_item_variance_needs_items() -> None:
+    with pytest.raises(ValueError):
+        item_variance([])
+    with pytest.raises(ValueError):
+        item_variance([{"a": 1.0}, {}])
+
+
+def test_stats_of_an_older_artefact_without_the_item_test_still_load() -> None:
+    old = {"median": 0.9, "iqr": 0.01, "errors": 0}
+
+    loaded = Stats.model_validate(old)
+
+    assert loaded.item_test is None and loaded.item_p is None and loaded.dispersion is None
