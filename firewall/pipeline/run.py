@@ -11,17 +11,20 @@ that what the command prints comes before what GitHub is told.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from firewall.artefact import Artefact
+from firewall import regression
+from firewall.artefact import Artefact, EvalReport
 from firewall.discovery import Shard
 from firewall.errors import ExitCode
 from firewall.lifecycle import quarantine_entry
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
-from firewall.pipeline.stages import Progress, conclude, plan, probe
-from firewall.policy import Status
+from firewall.pipeline.stages import Progress, conclude, plan, probe, summarise
+from firewall.policy import Check, Status
+from firewall.regression import Judgement, RunMean, compare
 from firewall.runner.seeds import BaseSeed
 from firewall.spec import EvalSpec
 from firewall.store.history import rows_for
@@ -58,6 +61,7 @@ class RunResult:
 
 
 Present = Callable[[RunResult], None]
+BASELINE_RUNS = 20  # the default branch's most recent runs an eval is compared with
 
 
 def run(
@@ -70,6 +74,7 @@ def run(
     """`firewall run`: probe and gate the selected evals, record, present, publish."""
     part = collect(ctx, options, progress=progress)
     artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
+    artefact = against_default_branch(ctx, artefact, part.specs)
     return _finish(ctx, artefact, options, present)
 
 
@@ -77,7 +82,9 @@ def gate(
     ctx: Context, paths: Sequence[Path], options: RunOptions, *, present: Present | None = None
 ) -> RunResult:
     """`firewall gate`: merge probe parts, decide, record, present, publish."""
-    artefact = conclude(load_parts(paths), ctx.entries(), mode="gate", finished_at=ctx.clock())
+    parts = load_parts(paths)
+    artefact = conclude(parts, ctx.entries(), mode="gate", finished_at=ctx.clock())
+    artefact = against_default_branch(ctx, artefact, [s for part in parts for s in part.specs])
     return _finish(ctx, artefact, options, present)
 
 
@@ -136,6 +143,68 @@ def probe_part(
         trials={spec.id: grouped.get(spec.id, []) for spec in probed},
         skipped=[spec.id for spec in chosen if spec.id not in effective],
     )
+
+
+def against_default_branch(ctx: Context, artefact: Artefact, specs: Sequence[EvalSpec]) -> Artefact:
+    """The regression stage: evals that opted in (``regression = { max_drop = D }``) are
+    compared with the default branch's recent runs, when this run is not on it."""
+    opted = {spec.id: spec.regression for spec in specs if spec.regression is not None}
+    base = ctx.checkout.default_branch
+    if not opted or base is None or ctx.checkout.on_default_branch:
+        return artefact
+    probed = {
+        r.id: r
+        for r in artefact.evals
+        if r.id in opted and r.status in (Status.PASS, Status.FAIL) and r.trials
+    }
+    baselines: dict[str, list[RunMean]] = {eval_id: [] for eval_id in probed}
+    for row in ctx.history.scan(set(probed)):
+        if (
+            row.git_ref == f"refs/heads/{base}"
+            and row.mode in ("run", "gate", "nightly")
+            and row.mean is not None
+            and row.sd is not None
+            and row.n >= 2
+        ):
+            baselines[row.eval_id].append(RunMean(row.mean, row.sd, row.n))
+    comparisons = {
+        eval_id: compare(_run_mean(report), baselines[eval_id][-BASELINE_RUNS:])
+        for eval_id, report in probed.items()
+    }
+    limits = {eval_id: limit.max_drop for eval_id, limit in opted.items() if eval_id in probed}
+    verdicts = regression.judge(comparisons, limits, base)
+    reports = [
+        _with_regression(report, verdicts[report.id], limits[report.id])
+        if report.id in verdicts
+        else report
+        for report in artefact.evals
+    ]
+    return artefact.model_copy(
+        update={"evals": reports, "summary": summarise(reports, artefact.run.complete)}
+    )
+
+
+def _run_mean(report: EvalReport) -> RunMean:
+    scores = [t.score for t in report.trials if t.error is None and t.score is not None]
+    return RunMean(
+        statistics.fmean(scores), statistics.stdev(scores) if len(scores) > 1 else 0.0, len(scores)
+    )
+
+
+def _with_regression(report: EvalReport, verdict: Judgement, limit: float) -> EvalReport:
+    comparison = verdict.comparison
+    check = Check(
+        name="regression",
+        ok=verdict.verdict != "regression",
+        actual=f"drop {comparison.drop:.3f}" if comparison else "no baseline",
+        allowed=f"<= {limit:g} ({verdict.verdict})",
+    )
+    update: dict[str, object] = {"checks": [*report.checks, check]}
+    if verdict.verdict == "regression":  # a FAIL like any other: a non-blocking eval still warns
+        update.update(status=Status.FAIL, reason=verdict.reason)
+    elif verdict.verdict == "unclear":
+        update["reason"] = f"{report.reason}; {verdict.reason}"
+    return report.model_copy(update=update)
 
 
 def record(ctx: Context, artefact: Artefact, options: RunOptions) -> RunResult:

@@ -1,0 +1,118 @@
+"""The regression stage: a pull request's probe against the default branch's history."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firewall.pipeline import context
+from firewall.pipeline.run import RunOptions, run
+from firewall.store.history import HistoryRow, LocalHistory
+
+CONFIG = """
+k = 7
+seed = 7
+[[evals]]
+id = "triage"
+command = "python score.py {trial}"
+regression = { max_drop = 0.01 }
+[[evals]]
+id = "other"
+command = "python score.py {trial}"
+"""
+
+
+def write_project(root: Path, level: float) -> None:
+    (root / "firewall.toml").write_text(CONFIG)
+    (root / "score.py").write_text(
+        f"import sys\nprint({level} + (int(sys.argv[1]) % 3 - 1) * 0.005)\n"
+    )
+
+
+def main_history(root: Path, means: list[float]) -> None:
+    """The default branch's earlier runs, as its CI jobs left them."""
+    LocalHistory(root / ".firewall" / "history.jsonl").append(
+        [
+            HistoryRow(
+                eval_id=eval_id,
+                run_id=f"main-{n}",
+                mode="run",
+                status="pass",
+                k=7,
+                build_ts=f"2026-11-{n + 1:02d}T09:00:00Z",
+                median=mean,
+                mean=mean,
+                sd=0.005,
+                n=7,
+                git_ref="refs/heads/main",
+            )
+            for n, mean in enumerate(means)
+            for eval_id in ("triage", "other")
+        ]
+    )
+
+
+def pull_request_env(root: Path) -> dict[str, str]:
+    event = root / "event.json"
+    event.write_text(
+        json.dumps({"repository": {"default_branch": "main"}, "pull_request": {"number": 3}})
+    )
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_REF": "refs/pull/3/merge",
+        "GITHUB_HEAD_REF": "feature",
+        "GITHUB_EVENT_PATH": str(event),
+    }
+
+
+def decide(root: Path, env: dict[str, str]) -> dict[str, dict[str, object]]:
+    result = run(context.load(cwd=root, env=env), RunOptions(dry_run=True))
+    return {r.id: r.model_dump(mode="json") for r in result.artefact.evals}
+
+
+def test_a_drop_beyond_max_drop_on_a_pull_request_fails(project: Path) -> None:
+    write_project(project, 0.80)  # the default branch ran at about 0.90
+    main_history(project, [0.90, 0.91, 0.89, 0.90, 0.905, 0.895])
+    reports = decide(project, pull_request_env(project))
+    triage = reports["triage"]
+    assert triage["status"] == "fail" and str(triage["reason"]).startswith("regression: drop 0.1")
+    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
+    assert check["ok"] is False and "max_drop" not in check["allowed"]
+    assert reports["other"]["status"] == "pass", "an eval that did not opt in is not compared"
+
+
+def test_the_same_level_as_the_default_branch_is_no_regression(project: Path) -> None:
+    write_project(project, 0.90)
+    main_history(project, [0.90, 0.902, 0.898, 0.90, 0.901, 0.899])
+    triage = decide(project, pull_request_env(project))["triage"]
+    assert triage["status"] == "pass"
+    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
+    assert check["ok"] is True and "(ok)" in check["allowed"]
+
+
+def test_on_the_default_branch_nothing_is_compared(project: Path, tmp_path: Path) -> None:
+    write_project(project, 0.80)
+    main_history(project, [0.90, 0.91, 0.89, 0.90])
+    event = tmp_path / "push.json"
+    event.write_text(json.dumps({"repository": {"default_branch": "main"}}))
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_REF": "refs/heads/main",
+        "GITHUB_EVENT_PATH": str(event),
+    }
+    triage = decide(project, env)["triage"]
+    assert triage["status"] == "pass" and all(c["name"] != "regression" for c in triage["checks"])  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("runs", [0, 2])
+def test_too_little_history_gives_no_verdict_and_no_failure(project: Path, runs: int) -> None:
+    write_project(project, 0.80)
+    main_history(project, [0.90] * runs)
+    triage = decide(project, pull_request_env(project))["triage"]
+    assert triage["status"] == "pass"
+    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
+    assert check["ok"] is True and "no-baseline" in check["allowed"]
