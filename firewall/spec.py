@@ -3,6 +3,7 @@ and the warnings about settings that make its gate impossible or meaningless."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -135,6 +136,62 @@ def warnings_for(spec: EvalSpec) -> list[str]:
             f"{spec.k - spec.min_scored} errored trials, fewer than max_errors {spec.max_errors}"
         )
     return notes
+
+
+RELIABLE = 0.8  # the chance a gate should have of doing its job
+COLLAPSE_RATE = 0.10  # the collapse the instability rule is sized against
+
+
+def power_notes(spec: EvalSpec) -> list[str]:
+    """What the gate can do at this k, for `firewall list`.
+
+    A pass-rate gate: the chance that an eval clearly better than the bar (three
+    quarters of the way from the bar to 1: 0.95 for a bar of 0.8) passes a run, and
+    the k that would make that reliable. The instability rules: the chance that a
+    probe of k trials sees a 10% collapse at all, 1 - 0.9^k.
+    """
+    notes = []
+    if spec.min_pass_rate is not None:
+        true_rate = spec.min_pass_rate + 0.75 * (1 - spec.min_pass_rate)
+        chance = pass_chance(spec.k, true_rate, spec.min_pass_rate, spec.confidence)
+        needed = next(
+            (
+                k
+                for k in range(spec.k, MAX_POWER_K + 1)
+                if pass_chance(k, true_rate, spec.min_pass_rate, spec.confidence) >= RELIABLE
+            ),
+            None,
+        )
+        advice = (
+            f"; k >= {needed} passes it in {RELIABLE:.0%}"
+            if needed is not None and needed > spec.k
+            else ""
+        )
+        notes.append(
+            f"a true pass rate of {fmt(true_rate)} passes {chance:.0%} of runs at "
+            f"k={spec.k}{advice}"
+        )
+    else:
+        seen = 1 - (1 - COLLAPSE_RATE) ** spec.k
+        needed = math.ceil(math.log(1 - RELIABLE) / math.log(1 - COLLAPSE_RATE))
+        advice = f"; k >= {needed} for {RELIABLE:.0%}" if needed > spec.k else ""
+        notes.append(
+            f"a {COLLAPSE_RATE:.0%} collapse shows in {seen:.0%} of probes at k={spec.k}{advice}"
+        )
+    return notes
+
+
+MAX_POWER_K = 500
+
+
+def pass_chance(k: int, true_rate: float, bar: float, confidence: float) -> float:
+    """P(the Wilson lower bound of Binomial(k, true_rate) passes reaches ``bar``)."""
+    needed = next((s for s in range(k + 1) if wilson_interval(s, k, confidence)[0] >= bar), None)
+    if needed is None:
+        return 0.0
+    return sum(
+        math.comb(k, s) * true_rate**s * (1 - true_rate) ** (k - s) for s in range(needed, k + 1)
+    )
 
 
 def smallest_k(min_pass_rate: float, confidence: float) -> int | None:

@@ -10,7 +10,7 @@ import click
 from firewall import output
 from firewall.cli.common import config_option, format_option, selection_options
 from firewall.pipeline import context
-from firewall.spec import warnings_for
+from firewall.spec import power_notes, warnings_for
 from firewall.text import columns, number
 
 
@@ -30,7 +30,8 @@ def list_evals(
     notes = {spec.id: warnings_for(spec) for spec in project.specs}
     if fmt == "json":
         document = [
-            {**spec.model_dump(mode="json"), "warnings": notes[spec.id]} for spec in project.specs
+            {**spec.model_dump(mode="json"), "warnings": notes[spec.id], "power": power_notes(spec)}
+            for spec in project.specs
         ]
         output.echo(json.dumps(document, indent=2))
         return
@@ -57,3 +58,8 @@ def list_evals(
     for spec in project.specs:
         for note in notes[spec.id]:
             output.warn(f"{spec.id} ({spec.source}): {note}")
+    output.echo("")
+    output.echo("what each gate can do at its k:")
+    for spec in project.specs:
+        for note in power_notes(spec):
+            output.echo(f"  {spec.id}: {note}")
