@@ -90,10 +90,17 @@ class Context:
         return Checkout.find(self.cwd, self.env, self.settings.state.remote)
 
     def notice(self, text: str) -> None:
-        """Something a user should know that changes no decision: said once, on stderr."""
+        """Something a user should know that changes no decision: said once, on stderr.
+
+        It may quote a git remote's own message, so in a GitHub job it is shown the way
+        eval text is: no line of it can be taken for a workflow command.
+        """
         if text not in self.notices:
             self.notices.append(text)
-            output.warn(text)
+            if self.in_actions:
+                output.note(output.stop_commands(f"firewall: warning: {text}"))
+            else:
+                output.warn(text)
 
     @property
     def reviewed(self) -> bool:

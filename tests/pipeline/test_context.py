@@ -92,3 +92,16 @@ def test_a_file_setting_under_a_regular_file_is_a_config_error(project: Path) ->
     assert str(caught.value).startswith(
         "firewall.toml: report = 'sub/firewall-report.json' is inside 'sub', which is a file"
     )
+
+
+def test_a_notice_in_a_github_job_cannot_be_read_as_a_workflow_command(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_project(project)
+    ctx = context.load(cwd=project, env={"GITHUB_ACTIONS": "true"})
+    ctx.notice("git push failed: remote: ##[error]forged\n::error::also forged")
+    ctx.notice("git push failed: remote: ##[error]forged\n::error::also forged")  # said once
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("::stop-commands::") and len(lines) == 4
+    assert lines[-1] == f"::{lines[0].removeprefix('::stop-commands::')}::"
+    assert lines[1] == "firewall: warning: git push failed: remote: ##[error]forged"
