@@ -27,8 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from firewall.store.gitstate import RAW_DAYS, GitState, render_rollup, roll_up, run_file, week_of
+from firewall.store.gitstate import RAW_DAYS, GitState
 from firewall.store.history import HistoryRow
+from firewall.store.statefiles import render_rollup, roll_up, run_file, week_of
 from firewall.timeutil import to_text
 
 RUNS_PER_DAY = 6

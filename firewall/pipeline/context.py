@@ -32,9 +32,10 @@ from firewall.lifecycle import (
 from firewall.output import in_actions
 from firewall.pipeline.checkout import Checkout, in_ci
 from firewall.spec import EvalSpec
-from firewall.store.gitstate import GitState, SharedHistory
+from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryStore, LocalHistory
 from firewall.store.registry import Registry
+from firewall.store.shared import SharedHistory
 from firewall.timeutil import now
 
 Clock = Callable[[], dt.datetime]

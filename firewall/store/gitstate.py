@@ -9,128 +9,40 @@ workflow step is needed and the work tree is never touched.
 
 The branch holds one file per run, so that concurrent jobs never edit the
 same file: a push that loses the race is rebuilt on the new tip and pushed
-again. Runs older than two weeks are rolled up, one row per eval per week, so that what a job
-fetches stays small as the repository ages. Readers take the branch's tip
-only (``git fetch --depth 1``)::
-
-    runs/2026/12/01/090512Z-3f2a9c1b7d4e.jsonl   one run: a header line, then a row per eval
-    rollup/2026-W44.jsonl                          one row per eval for an older week
-
-Each line of a run file is a history row without the fields its header
-already says (run id, mode, time, commit, ref), and without empty ones.
+again. Runs older than two weeks are rolled up, one row per eval per week,
+so that what a job fetches stays small as the repository ages. Readers take
+the branch's tip only (``git fetch --depth 1``). The files' formats are
+``firewall.store.statefiles``'s; ``firewall.store.shared`` joins the branch
+with the local history file.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import random
-import statistics
 import subprocess
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from firewall.lifecycle import Progress
 from firewall.store.git import IDENTITY, Git, StateError, last_line
-from firewall.store.history import HistoryRow, LocalHistory
-from firewall.store.progress import PROGRESS_PATH, parse_progress, render_progress
+from firewall.store.history import HistoryRow
+from firewall.store.statefiles import (
+    parse_file,
+    parse_rollup,
+    render_rollup,
+    roll_up,
+    run_file,
+    week_of,
+)
 from firewall.timeutil import to_text
 
 STATE_REF = "refs/firewall/state"  # where the fetched tip is kept in the local repository
-FORMAT_VERSION = 1
 PUSH_ATTEMPTS = 5
-DECIMALS = 4
 RAW_DAYS = 14  # runs kept whole: the trend window; older ones are rolled up by week
-_RUN_FIELDS = ("run_id", "mode", "build_ts", "git_sha", "git_ref")
-_EMPTY: tuple[object, ...] = (None, "", (), [], {})
-
-
-@dataclasses.dataclass
-class SharedHistory:
-    """The history of the team: the state branch, with the local file as this machine's copy.
-
-    Every run's rows go to the local file; a run that ``writes`` (CI on the default
-    branch) also pushes them to the branch. Readers read the branch when it can be
-    fetched, else the local file. A branch that cannot be reached or pushed to is
-    said once, through ``notice``, and changes nothing else: not the decision, not
-    the exit code.
-    """
-
-    local: LocalHistory
-    state: GitState
-    writes: Callable[[], bool]
-    notice: Callable[[str], None]
-    keep_days: int | None = RAW_DAYS  # runs older than this are rolled up when writing
-    _unreachable: bool = dataclasses.field(default=False, repr=False)
-
-    def describe(self) -> str:
-        return f"{self.state.describe()} (local copy {self.local.describe()})"
-
-    def append(self, rows: Sequence[HistoryRow]) -> None:
-        self.local.append(rows)
-        if not rows or self._unreachable or not self.writes():
-            return
-        try:
-            self.state.push(rows, keep_days=self.keep_days)
-        except StateError as exc:
-            self._give_up(f"{exc}; this run's history stays in {self.local.describe()} only")
-
-    def scan(self, eval_ids: Collection[str] | None = None) -> Iterator[HistoryRow]:
-        shared = self._shared()
-        if shared is None:
-            yield from self.local.scan(eval_ids)
-            return
-        for row in shared:
-            if eval_ids is None or row.eval_id in eval_ids:
-                yield row
-
-    def last_run(self) -> list[HistoryRow]:
-        shared = self._shared()
-        if shared is None:
-            return self.local.last_run()
-        runs = [row for row in shared if row.mode != "rollup"]
-        if not runs:
-            return []
-        newest = max(runs, key=lambda row: row.build_ts).run_id
-        return [row for row in runs if row.run_id == newest]
-
-    def progress(self) -> dict[str, Progress] | None:
-        """The nightly's progress per quarantined eval, or None when the branch has none."""
-        if self._unreachable:
-            return None
-        try:
-            return parse_progress(self.state.read_text(PROGRESS_PATH))
-        except StateError as exc:
-            self._give_up(f"{exc}; the reviewed registry stands as it is")
-            return None
-
-    def save_progress(self, progress: Mapping[str, Progress]) -> None:
-        """Replace the progress file, when this run writes the shared state."""
-        if self._unreachable or not self.writes():
-            return
-        try:
-            self.state.push([], files={PROGRESS_PATH: render_progress(progress)})
-        except StateError as exc:
-            self._give_up(f"{exc}; tonight's streaks were not saved")
-
-    def _shared(self) -> list[HistoryRow] | None:
-        """The branch's rows; None when it is out of reach or holds none yet (a team that
-        has no CI runs on its default branch: the local file is then the only history)."""
-        if self._unreachable:
-            return None
-        try:
-            return self.state.rows() or None
-        except StateError as exc:
-            self._give_up(f"{exc}; reading the history from {self.local.describe()} instead")
-            return None
-
-    def _give_up(self, message: str) -> None:
-        self._unreachable = True
-        self.notice(f"the history branch {self.state.describe()} is out of reach: {message}")
 
 
 @dataclasses.dataclass
@@ -302,145 +214,6 @@ class GitState:
         return self._g.out(*args, stdin=stdin, extra_env=extra_env)
 
 
-# --- the files on the branch ---------------------------------------------------------
-
-
-def run_file(rows: Sequence[HistoryRow]) -> tuple[str, str]:
-    """The path and text of one run's file."""
-    first = rows[0]
-    header = {"schema_version": FORMAT_VERSION, **{f: getattr(first, f) for f in _RUN_FIELDS}}
-    stamp = first.build_ts  # 2026-12-01T09:05:12Z
-    path = (
-        f"runs/{stamp[0:4]}/{stamp[5:7]}/{stamp[8:10]}/"
-        f"{stamp[11:13]}{stamp[14:16]}{stamp[17:19]}Z-{first.run_id}.jsonl"
-    )
-    lines = [json.dumps(header, separators=(",", ":"))]
-    lines += [_compact(row, leave_out=_RUN_FIELDS) for row in rows]
-    return path, "\n".join(lines) + "\n"
-
-
-def _compact(row: HistoryRow, *, leave_out: Sequence[str] = ()) -> str:
-    """A row as one short line: no empty fields, numbers to 4 decimals.
-
-    Four decimals are finer than any decision looks (a threshold, an IQR limit, a
-    drop of 0.01), and random trailing digits are what compresses worst: at a
-    thousand evals they were most of what a job had to fetch.
-    """
-    document: dict[str, object] = {
-        key: round(value, DECIMALS) if isinstance(value, float) else value
-        for key, value in json.loads(row.to_json()).items()
-        if key not in leave_out and value not in _EMPTY
-    }
-    if row.drift:
-        document["drift"] = {k: round(v, DECIMALS) for k, v in row.drift.items()}
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-
-
-def parse_file(text: str) -> Iterable[HistoryRow]:
-    """The rows of one run file; lines that do not parse are skipped, as in the local file."""
-    lines = text.splitlines()
-    try:
-        header = json.loads(lines[0]) if lines else None
-    except ValueError:
-        return
-    if not isinstance(header, dict) or header.get("schema_version") != FORMAT_VERSION:
-        return
-    run = {f: header.get(f) for f in _RUN_FIELDS}
-    for line in lines[1:]:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            row = HistoryRow.from_json({**data, **run})
-            if row is not None:
-                yield row
-
-
-def week_of(build_ts: str) -> str:
-    """The ISO week of a timestamp, e.g. ``2026-W49``."""
-    year, week, _ = dt.date.fromisoformat(build_ts[:10]).isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def roll_up(rows: Iterable[HistoryRow]) -> list[HistoryRow]:
-    """One row per eval per week: the means of its runs' medians, IQRs, means and pass rates.
-
-    The rolled-up row keeps what trends and calibration read, and the status and k of
-    the week's latest run; ``n`` counts the runs it stands for, so that a week folded a
-    night at a time (``_merge``) comes to the same numbers as one folded at once.
-    """
-    groups: dict[tuple[str, str], list[HistoryRow]] = defaultdict(list)
-    for row in rows:
-        groups[(row.eval_id, week_of(row.build_ts))].append(row)
-    rolled = []
-    for (eval_id, week), group in sorted(groups.items()):
-        group.sort(key=lambda r: r.build_ts)
-        last = group[-1]
-        rolled.append(
-            HistoryRow(
-                eval_id=eval_id,
-                run_id=f"rollup-{week}",
-                mode="rollup",
-                status=last.status,
-                k=last.k,
-                build_ts=last.build_ts,
-                median=_mean([r.median for r in group]),
-                iqr=_mean([r.iqr for r in group]),
-                mean=_mean([r.mean for r in group]),
-                pass_rate=_mean([r.pass_rate for r in group]),
-                n=len(group),
-            )
-        )
-    return rolled
-
-
-def render_rollup(week: str, rows: Sequence[HistoryRow]) -> str:
-    """A week's rollup file: the header, then one row per eval (a later fold replaces it)."""
-    latest: dict[str, HistoryRow] = {}
-    for row in rows:
-        kept = latest.get(row.eval_id)
-        if kept is None or row.build_ts >= kept.build_ts:
-            latest[row.eval_id] = _merge(kept, row) if kept else row
-    header = json.dumps({"schema_version": FORMAT_VERSION, "week": week}, separators=(",", ":"))
-    body = [_compact(row) for _, row in sorted(latest.items())]
-    return "\n".join([header, *body]) + "\n"
-
-
-def parse_rollup(text: str) -> Iterable[HistoryRow]:
-    lines = text.splitlines()
-    for line in lines[1:]:
-        try:
-            row = HistoryRow.from_json(json.loads(line))
-        except ValueError:
-            continue
-        if row is not None:
-            yield row
-
-
-def _merge(earlier: HistoryRow, later: HistoryRow) -> HistoryRow:
-    """Two rollups of one eval and week (a week is folded in a night at a time) as one.
-
-    Means and pass rates merge exactly (weighted by the runs each stands for); the
-    median and the IQR's 80th percentile merge as weighted means of the parts, an
-    approximation that trends and calibration can live with.
-    """
-
-    def weighted(a: float | None, b: float | None) -> float | None:
-        if a is None or b is None:
-            return b if a is None else a
-        return (a * earlier.n + b * later.n) / (earlier.n + later.n)
-
-    return dataclasses.replace(
-        later,
-        n=earlier.n + later.n,
-        median=weighted(earlier.median, later.median),
-        iqr=weighted(earlier.iqr, later.iqr),
-        mean=weighted(earlier.mean, later.mean),
-        pass_rate=weighted(earlier.pass_rate, later.pass_rate),
-    )
-
-
 def _cutoff(rows: Sequence[HistoryRow], keep_days: int | None) -> str | None:
     if keep_days is None:
         return None
@@ -453,11 +226,6 @@ def _run_day(name: str) -> str | None:
     if len(parts) != 5 or parts[0] != "runs":
         return None
     return f"{parts[1]}-{parts[2]}-{parts[3]}"
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else None
 
 
 def _lost_a_race(stderr: str) -> bool:

@@ -10,16 +10,11 @@ from pathlib import Path
 import pytest
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
-from firewall.store.gitstate import (
-    RAW_DAYS,
-    GitState,
-    SharedHistory,
-    StateError,
-    parse_file,
-    run_file,
-    week_of,
-)
+from firewall.store.git import StateError
+from firewall.store.gitstate import RAW_DAYS, GitState
 from firewall.store.history import HistoryRow, LocalHistory
+from firewall.store.shared import SharedHistory
+from firewall.store.statefiles import parse_file, run_file, week_of
 from firewall.timeutil import to_text
 
 BRANCH = "firewall-state"

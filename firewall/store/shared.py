@@ -1,0 +1,96 @@
+"""The team's history: the state branch, with the local file as this machine's copy."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+
+from firewall.lifecycle import Progress
+from firewall.store.git import StateError
+from firewall.store.gitstate import RAW_DAYS, GitState
+from firewall.store.history import HistoryRow, LocalHistory
+from firewall.store.progress import PROGRESS_PATH, parse_progress, render_progress
+
+
+@dataclasses.dataclass
+class SharedHistory:
+    """The history of the team: the state branch, with the local file as this machine's copy.
+
+    Every run's rows go to the local file; a run that ``writes`` (CI on the default
+    branch) also pushes them to the branch. Readers read the branch when it can be
+    fetched, else the local file. A branch that cannot be reached or pushed to is
+    said once, through ``notice``, and changes nothing else: not the decision, not
+    the exit code.
+    """
+
+    local: LocalHistory
+    state: GitState
+    writes: Callable[[], bool]
+    notice: Callable[[str], None]
+    keep_days: int | None = RAW_DAYS  # runs older than this are rolled up when writing
+    _unreachable: bool = dataclasses.field(default=False, repr=False)
+
+    def describe(self) -> str:
+        return f"{self.state.describe()} (local copy {self.local.describe()})"
+
+    def append(self, rows: Sequence[HistoryRow]) -> None:
+        self.local.append(rows)
+        if not rows or self._unreachable or not self.writes():
+            return
+        try:
+            self.state.push(rows, keep_days=self.keep_days)
+        except StateError as exc:
+            self._give_up(f"{exc}; this run's history stays in {self.local.describe()} only")
+
+    def scan(self, eval_ids: Collection[str] | None = None) -> Iterator[HistoryRow]:
+        shared = self._shared()
+        if shared is None:
+            yield from self.local.scan(eval_ids)
+            return
+        for row in shared:
+            if eval_ids is None or row.eval_id in eval_ids:
+                yield row
+
+    def last_run(self) -> list[HistoryRow]:
+        shared = self._shared()
+        if shared is None:
+            return self.local.last_run()
+        runs = [row for row in shared if row.mode != "rollup"]
+        if not runs:
+            return []
+        newest = max(runs, key=lambda row: row.build_ts).run_id
+        return [row for row in runs if row.run_id == newest]
+
+    def progress(self) -> dict[str, Progress] | None:
+        """The nightly's progress per quarantined eval, or None when the branch has none."""
+        if self._unreachable:
+            return None
+        try:
+            return parse_progress(self.state.read_text(PROGRESS_PATH))
+        except StateError as exc:
+            self._give_up(f"{exc}; the reviewed registry stands as it is")
+            return None
+
+    def save_progress(self, progress: Mapping[str, Progress]) -> None:
+        """Replace the progress file, when this run writes the shared state."""
+        if self._unreachable or not self.writes():
+            return
+        try:
+            self.state.push([], files={PROGRESS_PATH: render_progress(progress)})
+        except StateError as exc:
+            self._give_up(f"{exc}; tonight's streaks were not saved")
+
+    def _shared(self) -> list[HistoryRow] | None:
+        """The branch's rows; None when it is out of reach or holds none yet (a team that
+        has no CI runs on its default branch: the local file is then the only history)."""
+        if self._unreachable:
+            return None
+        try:
+            return self.state.rows() or None
+        except StateError as exc:
+            self._give_up(f"{exc}; reading the history from {self.local.describe()} instead")
+            return None
+
+    def _give_up(self, message: str) -> None:
+        self._unreachable = True
+        self.notice(f"the history branch {self.state.describe()} is out of reach: {message}")
