@@ -44,7 +44,7 @@ class Git:
                 input=stdin,
                 capture_output=True,
                 text=True,
-                env=self._environment(extra_env),
+                env=self.environment(extra_env),
                 timeout=GIT_TIMEOUT_S,
                 check=False,
             )
@@ -58,7 +58,7 @@ class Git:
                 ["git", "-C", str(self.cwd), "cat-file", "--batch"],
                 input=request,
                 capture_output=True,
-                env=self._environment(None),
+                env=self.environment(None),
                 timeout=GIT_TIMEOUT_S,
                 check=False,
             )
@@ -70,10 +70,13 @@ class Git:
             )
         return proc.stdout
 
-    def _environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+    def environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         # Never ask for credentials on a terminal: a CI job would hang, a laptop would prompt
-        # in the middle of a run. Git's own credential helpers still answer.
-        return {**os.environ, **self.env, "GIT_TERMINAL_PROMPT": "0", **(extra or {})}
+        # in the middle of a run. Git's own credential helpers (and an ssh agent) still answer.
+        env = {**os.environ, **self.env, "GIT_TERMINAL_PROMPT": "0", **(extra or {})}
+        if "GIT_SSH_COMMAND" not in env and "GIT_SSH" not in env:
+            env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes -o ConnectTimeout=10"
+        return env
 
     def out(
         self, *args: str, stdin: str | None = None, extra_env: Mapping[str, str] | None = None

@@ -199,3 +199,13 @@ def test_an_empty_or_missing_branch_leaves_the_local_file_as_the_history(
     shared.append(rows("mine"))
     assert [r.run_id for r in shared.last_run()] == ["mine"] * 3
     assert len(list(shared.scan())) == 3 and said == []
+
+
+def test_git_never_waits_for_a_password(tmp_path: Path) -> None:
+    from firewall.store.git import Git
+
+    # ssh may not ask for a passphrase on a terminal; a command the user set stands.
+    assert "BatchMode=yes" in Git(tmp_path).environment(None)["GIT_SSH_COMMAND"]
+    assert Git(tmp_path).environment(None)["GIT_TERMINAL_PROMPT"] == "0"
+    own = Git(tmp_path, {"GIT_SSH_COMMAND": "ssh -i key"}).environment(None)
+    assert own["GIT_SSH_COMMAND"] == "ssh -i key"
