@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime as dt
 import itertools
 import random
 import sys
 import time
 from collections.abc import Callable
 
+from firewall.artefact import EvalReport
+from firewall.lifecycle import Entry, advance
 from firewall.policy import Status, decide
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec, Source
@@ -89,6 +92,14 @@ POPULATIONS = [
 ]
 
 
+RELEASE_POPULATIONS = [
+    ("scores, sd 0.03 (median 0.85)", Population("sd 0.03", False, gaussian(0.85, 0.03))),
+    ("scores, sd 0.02 (near the line)", Population("sd 0.02", True, gaussian(0.85, 0.02))),
+    ("10% collapses", Population("10%", False, collapse(0.10))),
+    ("scores, sd 0.01 (fixed, honest)", Population("sd 0.01", True, gaussian(0.85, 0.01))),
+]
+
+
 def spec_for(population: Population) -> EvalSpec:
     return EvalSpec(
         id="sim",
@@ -144,6 +155,43 @@ def simulate(population: Population, probes: int, seed: int) -> dict[str, float]
     }
 
 
+def releases(population: Population, evals: int, seed: int, *, margin: bool) -> tuple[float, float]:
+    """For quarantined evals of ``population``: the share released within 30 nights
+    (nightly k = 15, release after 3 stable nights), and the share of those releases
+    that the next pull request's probe (k = 7) quarantines again. ``margin=False`` is
+    the old exit: every night that is not QUARANTINE counts toward release."""
+    rng = random.Random(seed)
+    nightly = dataclasses.replace(population, k=15)
+    spec_night, spec_day = spec_for(nightly), spec_for(dataclasses.replace(population, k=7))
+    at = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+    released = bounced = 0
+    for _ in range(evals):
+        entry = Entry(since=at, source="auto", reason="unstable")
+        for _night in range(30):
+            decision = decide(spec_night, probe(nightly, rng))
+            stats = decision.stats
+            if not margin and decision.status is not Status.QUARANTINE:
+                stats = stats.model_copy(update={"iqr": 0.0, "item_p": None})  # no margin asked
+            report = EvalReport(
+                id="sim",
+                status=decision.status,
+                blocking=False,
+                reason=decision.reason,
+                source=Source(file="simulation"),
+                k=15,
+                threshold=0.8,
+                flakiness=0.03,
+                stats=stats,
+            )
+            kept, _ = advance(entry, report, release_after=3, at=at)
+            if kept is None:
+                released += 1
+                bounced += unstable(spec_day, probe(population, rng))
+                break
+            entry = kept
+    return released / evals, (bounced / released if released else 0.0)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probes", type=int, default=2000)
@@ -162,6 +210,15 @@ def main(argv: list[str] | None = None) -> int:
             f"| {result['fixed']:.1%} | {result['new']:.1%} "
             f"| {result['fixed_flips']:.1%} | {result['new_flips']:.1%} |"
         )
+    print(
+        "\n| quarantined eval | truth | released within 30 nights, old / new exit "
+        "| re-quarantined by the next PR, old / new |\n|---|---|---:|---:|"
+    )
+    for name, population in RELEASE_POPULATIONS:
+        old = releases(population, args.probes // 4, seed=7, margin=False)
+        new = releases(population, args.probes // 4, seed=7, margin=True)
+        truth = "honest" if population.honest else "unstable"
+        print(f"| {name} | {truth} | {old[0]:.1%} / {new[0]:.1%} | {old[1]:.1%} / {new[1]:.1%} |")
     print(
         f"\n{args.probes} probes per population, {time.perf_counter() - started:.0f} s; "
         f"command: python benchmarks/decisions.py --probes {args.probes}"

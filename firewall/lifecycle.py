@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from firewall.artefact import EvalReport
 from firewall.config import Settings
 from firewall.policy import Status
+from firewall.stats import EPSILON
 from firewall.text import fmt
 from firewall.timeutil import Timestamp
 
@@ -158,6 +159,16 @@ def advance(
             0,
             release_after,
         )
+    margin = clear_of_the_line(report)
+    if margin is not None:
+        kept = entry.model_copy(update=probed)
+        return kept, Event(
+            eval_id,
+            "stable",
+            f"stable but {margin}: streak kept at {entry.stable_streak}/{release_after}",
+            entry.stable_streak,
+            release_after,
+        )
     streak = entry.stable_streak + 1
     if streak < release_after:
         kept = entry.model_copy(update={**probed, "stable_streak": streak})
@@ -183,6 +194,32 @@ def advance(
         release_after,
         fails_gate=fails,
     )
+
+
+RELEASE_IQR_SHARE = 0.75  # a night counts toward release at an IQR of at most 0.75 F
+RELEASE_ITEM_P = 0.05  # or, for an accuracy over items, an item test this far from its 1%
+
+
+def clear_of_the_line(report: EvalReport) -> str | None:
+    """Why a stable night is too close to the line to count toward release, or None.
+
+    Entry needs an IQR above F; release needs one well below it (0.75 F), or for an
+    accuracy over items an item test that is not merely above its 1% level but at
+    5% or more. Without this margin an eval that sits near F is released on a lucky
+    run of nights and re-quarantined by the next pull request (the issue opens and
+    closes again); ``benchmarks/decisions.py`` measures both rates.
+    """
+    stats = report.stats
+    if stats.item_p is not None:
+        if stats.item_p < RELEASE_ITEM_P:
+            return f"its item test p {stats.item_p:.3g} is below {RELEASE_ITEM_P:g}"
+        return None
+    limit = RELEASE_IQR_SHARE * report.flakiness
+    if stats.iqr is not None and stats.iqr > limit + EPSILON:
+        return (
+            f"its iqr {fmt(stats.iqr)} is above {fmt(limit)} ({RELEASE_IQR_SHARE:g} of flakiness)"
+        )
+    return None
 
 
 def overdue(entries: dict[str, Entry], at: dt.datetime) -> list[str]:

@@ -79,3 +79,26 @@ def test_overdue_after_review_days(days: int, expected: list[str]) -> None:
     made = quarantine_entry(report(Status.QUARANTINE), Settings(), at=AT, git_sha="abc")
     assert made.review_by == AT + dt.timedelta(days=30)
     assert overdue({"tone": made}, AT + dt.timedelta(days=days)) == expected
+
+
+def test_a_stable_night_near_the_line_keeps_the_streak() -> None:
+    # iqr 0.025: stable (<= F 0.03) but above 0.75 F = 0.0225, so it does not count.
+    kept, event = advance(entry(1), report(Status.PASS, iqr=0.025), release_after=3, at=AT)
+    assert kept is not None and kept.stable_streak == 1
+    assert event.kind == "stable" and "streak kept at 1/3" in event.message
+    assert "iqr 0.025 is above 0.022" in event.message
+
+
+def test_a_night_at_three_quarters_of_f_counts() -> None:
+    kept, _ = advance(entry(1), report(Status.PASS, iqr=0.0225), release_after=3, at=AT)
+    assert kept is not None and kept.stable_streak == 2
+
+
+def test_an_accuracy_over_items_counts_when_its_test_is_well_clear_of_its_level() -> None:
+    near = report(Status.PASS, iqr=0.06)
+    near = near.model_copy(update={"stats": near.stats.model_copy(update={"item_p": 0.02})})
+    kept, event = advance(entry(1), near, release_after=3, at=AT)
+    assert kept is not None and kept.stable_streak == 1 and "item test p 0.02" in event.message
+    clear = near.model_copy(update={"stats": near.stats.model_copy(update={"item_p": 0.4})})
+    kept, _ = advance(entry(1), clear, release_after=3, at=AT)
+    assert kept is not None and kept.stable_streak == 2, "its IQR is binomial noise, not a margin"
