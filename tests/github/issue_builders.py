@@ -16,6 +16,7 @@ from firewall.github.client import GitHubIssues, Transport
 from firewall.github.issues import IssueContext
 from firewall.lifecycle import Entry, Event
 from firewall.policy import decide
+from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
@@ -24,9 +25,21 @@ SCORES = [0.52, 0.91, 0.63, 0.95, 0.71, 0.44, 0.86]
 ID = "triage-tone"
 
 
-def probe(eval_id: str = ID, *, owner: str | None = "alice") -> EvalReport:
+def probe(
+    eval_id: str = ID,
+    scores: list[float] = SCORES,
+    *,
+    owner: str | None = "alice",
+    records: list[TrialRecord] | None = None,
+    in_flight: int = 1,
+) -> EvalReport:
+    """An unstable eval's decided probe, as the issue tests quote it."""
     spec = make_spec(id=eval_id, threshold=0.85)
-    records = [t.model_copy(update={"seed": 4100 + t.index}) for t in trials(SCORES)]
+    if records is None:
+        records = [
+            t.model_copy(update={"seed": 4100 + t.index, "in_flight": in_flight})
+            for t in trials(scores)
+        ]
     decision = decide(spec, records)
     return EvalReport(
         id=eval_id,

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import re
 import socket
 from collections.abc import Iterator
 
 import pytest
-from builders import make_spec, trials
+from builders import trials
 from github_standin import GitHubStandIn
+from issue_builders import AT, FAST, ID, SCORES
+from issue_builders import probe as shared_probe
 
 from firewall.artefact import EvalReport
 from firewall.errors import IssueError
@@ -20,14 +21,7 @@ from firewall.github.issues import IssueContext, RecordingIssues
 from firewall.github.markers import marked_eval
 from firewall.github.sync import Sync, catch_up
 from firewall.lifecycle import Entry, Event
-from firewall.policy import decide
 from firewall.runner.trial import TrialRecord
-from firewall.spec import Source
-
-AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
-FAST = Transport(timeout=2, retries=1, backoff=0.01, request_gap=0, write_gap=0)
-SCORES = [0.52, 0.91, 0.63, 0.95, 0.71, 0.44, 0.86]
-ID = "triage-tone"
 
 
 def probe(
@@ -37,26 +31,8 @@ def probe(
     owner: str | None = "alice",
     records: list[TrialRecord] | None = None,
 ) -> EvalReport:
-    spec = make_spec(id=eval_id, threshold=0.85)
-    records = (
-        records
-        if records is not None
-        else [t.model_copy(update={"seed": 4100 + t.index, "in_flight": 4}) for t in trials(scores)]
-    )
-    decision = decide(spec, records)
-    return EvalReport(
-        id=eval_id,
-        status=decision.status,
-        blocking=True,
-        reason=decision.reason,
-        source=Source(file="evals/triage.py", line=12),
-        k=len(records),
-        threshold=spec.threshold,
-        flakiness=spec.flakiness,
-        stats=decision.stats,
-        trials=records,
-        owner=owner,
-    )
+    """The shared probe, its trials run four at a time (the bodies quote concurrency)."""
+    return shared_probe(eval_id, scores, owner=owner, records=records, in_flight=4)
 
 
 def context(
