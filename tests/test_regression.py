@@ -98,13 +98,13 @@ def test_a_drop_within_max_drop_is_ok_when_the_runs_are_tight() -> None:
 
 
 def test_a_small_drop_with_few_trials_is_unclear_and_says_what_it_can_detect() -> None:
-    rng = random.Random(3)
-    baseline = runs(rng, 0.85, count=5, drift=0.03, sd=0.05, k=7)
-    (current,) = runs(rng, 0.84, count=1, drift=0.03, sd=0.05, k=7)
-    judgement = judge({"e": compare(current, baseline)}, {"e": 0.01}, "main")["e"]
-    if judgement.verdict == "unclear":
-        assert "these trials detect drops of" in judgement.reason
-        assert judgement.comparison is not None and judgement.comparison.detectable > 0.01
+    # Five scattered runs of main, and a run 0.01 below their mean: neither proved nor excluded.
+    baseline = [RunMean(m, 0.05, 7) for m in (0.85, 0.87, 0.83, 0.86, 0.84)]
+    judgement = judge({"e": compare(RunMean(0.84, 0.05, 7), baseline)}, {"e": 0.01}, "main")["e"]
+    assert judgement.verdict == "unclear"
+    assert judgement.comparison is not None and judgement.comparison.detectable > 0.01
+    detectable = f"these trials detect drops of {judgement.comparison.detectable:.3f} or more"
+    assert detectable in judgement.reason and "max_drop is 0.01" in judgement.reason
 
 
 def test_too_few_runs_of_the_default_branch_give_no_verdict() -> None:
