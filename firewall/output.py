@@ -87,6 +87,10 @@ class Progress:
     def start(self, total: int) -> None:
         self.total, self.done, self.errors = total, 0, 0
 
+    def replan(self, total: int) -> None:
+        """Adaptive K changed how many trials the probe will take (fewer or more)."""
+        self.total = total
+
     def step(self, eval_id: str, errored: bool) -> None:
         self.done += 1
         self.errors += errored

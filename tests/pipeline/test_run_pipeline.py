@@ -36,6 +36,10 @@ class Recorder:
         self.calls.append("start")
         self.totals.append(total)
 
+    def replan(self, total: int) -> None:
+        self.calls.append("replan")
+        self.totals.append(total)
+
     def step(self, eval_id: str, errored: bool) -> None:
         self.calls.append("step")
         self.steps.append((eval_id, errored))
