@@ -6,6 +6,7 @@ every complaint names the file, the key and what is allowed.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from types import UnionType
@@ -32,6 +33,28 @@ ID_PATTERN = r"^[A-Za-z0-9._/-]+$"
 DEFAULT_SEED = 0
 DEFAULT_MAX_K = 15
 MAX_K = 10_000
+
+# An eval's owner is assigned its issues: a GitHub login, which GitHub makes of letters,
+# digits and single hyphens (none first or last), or a team, which is named but not assigned.
+MAX_LOGIN = 39
+MAX_TEAM = 100
+_OWNER = re.compile(r"@?([A-Za-z0-9](?:-?[A-Za-z0-9])*)(?:/([A-Za-z0-9][A-Za-z0-9_.-]*))?")
+OWNER_EXPECTED = (
+    "expected a GitHub login (alice or @alice: letters, digits and single hyphens, "
+    f"at most {MAX_LOGIN} characters) or a team (@org/team)"
+)
+
+
+def parse_owner(value: str) -> str:
+    """An eval's owner as the registry keeps it, without the ``@``; ValueError if it is none.
+
+    The one check of every path an owner comes by: the configuration, the
+    decorator, ``quarantine add --owner`` and the registry file.
+    """
+    match = _OWNER.fullmatch(value)
+    if match is None or len(match[1]) > MAX_LOGIN or len(match[2] or "") > MAX_TEAM:
+        raise ValueError(OWNER_EXPECTED)
+    return value.removeprefix("@")
 
 
 class _Strict(BaseModel):
@@ -86,10 +109,15 @@ class EvalEntry(Gate):
     budgets: Budgets = Budgets()
     blocking: bool = True
     tags: list[str] = []
-    owner: str | None = Field(
-        default=None, pattern=r"^@?[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?$"
-    )
+    owner: str | None = None
     regression: Regression | None = None
+
+    @field_validator("owner")
+    @classmethod
+    def _owner(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_owner(value)
+        return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> EvalEntry:
@@ -332,7 +360,6 @@ def explain(exc: ValidationError, *, source: str, prefix: str, document: Any = N
 _PATTERN_HINTS = {
     "id": "ids may use only letters, digits and . _ / -",
     "python": 'expected "module:function", e.g. "evals.safety:refusal_rate"',
-    "owner": "expected a GitHub login or org/team",
     "labels": "a label needs a name that is not blank and has no comma",
     "remote": 'expected the name of a git remote, e.g. "origin" ("" keeps the history local)',
     "branch": 'expected a git branch name, e.g. "firewall-state"',

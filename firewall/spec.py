@@ -16,6 +16,7 @@ from firewall.config import (
     Settings,
     effective_max_k,
     max_k_conflict,
+    parse_owner,
 )
 from firewall.errors import ConfigError
 from firewall.stats import wilson_interval
@@ -104,7 +105,7 @@ class EvalSpec(BaseModel):
             budgets=entry.budgets,
             blocking=entry.blocking,
             tags=tuple(entry.tags),
-            owner=entry.owner.lstrip("@") if entry.owner else None,
+            owner=parse_owner(entry.owner) if entry.owner else None,
             source=source,
         )
 

@@ -3,12 +3,15 @@
 Eval output quoted in an issue cannot ping anyone or break the Markdown:
 ``@`` gets a zero-width joiner, quotes are fenced longer than any backtick
 run inside them, and HTML comments are broken so no marker can be forged.
-Whatever reaches the page is neutralised, even a value a template forgot to
-quote (the environment's ``finalize``).
+Every byte of eval text reaches the page through a quoting filter (``code``,
+``fence``, ``quote``) or pre-quoted here (the likely causes); a value a
+template forgot to quote is still escaped, so that no tag, link, image or
+table cell can come of it (the environment's ``finalize``).
 """
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -35,6 +38,12 @@ MAX_QUOTE_CHARS = 2000
 
 _MENTION = re.compile(r"@(?=[A-Za-z0-9_])")
 _ZWJ = "\u200d"
+_MARKUP = re.compile(r"([\\`\[\]|])")
+_PIPE = re.compile(r"(\\*)\|")
+
+
+class Quoted(str):
+    """Text a quoting filter made inert; ``finalize`` passes it through as it is."""
 
 
 def issue_title(eval_id: str) -> str:
@@ -57,13 +66,13 @@ def render_body(eval_id: str, ctx: IssueContext) -> str:
     passed = sum(1 for t in trials if t.passed)
     return render_template(
         "issue_body.md.j2",
-        **quarantine_view(eval_id, ctx),
+        **(quarantine_view(eval_id, ctx) | {"git_sha": _cell(entry.git_sha)}),
         threshold=report.threshold if report else None,
         flakiness=report.flakiness if report else None,
         pass_rate=f"{passed} of {len(trials)}" if trials else "",
         since=to_text(entry.since),
-        owner=entry.owner or (report.owner if report else None),
-        source=str(report.source) if report else None,
+        owner=_cell(entry.owner or (report.owner if report else None)),
+        source=_cell(str(report.source) if report else None),
         trials=[
             {
                 "index": t.index,
@@ -127,8 +136,8 @@ def with_closing(comment: str, why: Closing) -> str:
 def _numbers(probe: ProbeNumbers) -> dict[str, Any]:
     return {
         "pr": probe.pr if isinstance(probe, Candidate) else None,
-        "ref": probe.ref,
-        "sha": probe.sha,
+        "ref": _cell(probe.ref),
+        "sha": _cell(probe.sha),
         "median": probe.median,
         "iqr": probe.iqr,
         "k": probe.k,
@@ -154,7 +163,8 @@ def _diagnostics_view(report: EvalReport | None) -> dict[str, list[str]]:
         if rate > 0
     ]
     return {
-        "hints": [describe_hint(hint) for hint in report.hints],
+        # A hint quotes model ids, field values and error text: all of it in a code span.
+        "hints": [inline_code(describe_hint(hint)) for hint in report.hints],
         "checks": [format_check(check) for check in report.checks],
         "flips": [describe_flip(flip) for flip in report.flips[:MAX_FLIPS_SHOWN]],
         "drift": drifting[:MAX_FLIPS_SHOWN],
@@ -196,24 +206,42 @@ def neutralise(text: str) -> str:
     return _MENTION.sub("@" + _ZWJ, text).replace("<!--", "<" + _ZWJ + "!--")
 
 
-def inline_code(text: str) -> str:
+def escape_markdown(text: str) -> str:
+    """Text shown as it is: no tag, entity, link, image, code span or table cell comes of it.
+
+    Entities first, then backslashes, as ``report.markdown.cell`` does. Emphasis
+    is left alone: the templates' own words use it, and it cannot hide anything.
+    """
+    return _MARKUP.sub(r"\\\1", html.escape(neutralise(text), quote=False))
+
+
+def inline_code(text: str) -> Quoted:
     """One line of eval text as a code span no backtick inside it can end."""
     text = " ".join(text.split())[:MAX_QUOTE_CHARS] or " "
     ticks = "`" * (_longest_backtick_run(text) + 1)
     pad = " " if text[0] == "`" or text[-1] == "`" else ""
-    return f"{ticks}{pad}{neutralise(text)}{pad}{ticks}"
+    return Quoted(f"{ticks}{pad}{neutralise(text)}{pad}{ticks}")
 
 
-def fenced(text: str, info: str = "") -> str:
+def fenced(text: str, info: str = "") -> Quoted:
     """Eval output in a fence longer than any backtick run inside it."""
     if len(text) > MAX_QUOTE_CHARS:
         text = f"{text[:MAX_QUOTE_CHARS]}\n… ({len(text) - MAX_QUOTE_CHARS} more characters)"
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    return f"{fence}{info}\n{neutralise(text.rstrip())}\n{fence}"
+    return Quoted(f"{fence}{info}\n{neutralise(text.rstrip())}\n{fence}")
 
 
-def quoted(text: str) -> str:
+def quoted(text: str) -> Quoted:
     return fenced(text) if "\n" in text.strip() else inline_code(text)
+
+
+def _cell(text: str | None) -> str | None:
+    """Text for a table cell's code span: a `|` would split the row even there.
+
+    GitHub's escape is `\\|`, and only an odd run of backslashes escapes, so a run
+    before a pipe is doubled first (the page then shows it doubled, never split).
+    """
+    return None if text is None else _PIPE.sub(lambda run: run[1] * 2 + "\\|", text)
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -226,7 +254,9 @@ def _number(value: float | int | None) -> str:
 
 def _finalize(value: Any) -> Any:
     # Whatever reaches the page is neutralised, even a value a template forgot to quote.
-    return neutralise(value) if isinstance(value, str) else value
+    if isinstance(value, Quoted):
+        return neutralise(value)
+    return escape_markdown(value) if isinstance(value, str) else value
 
 
 _TEMPLATES = jinja2.Environment(

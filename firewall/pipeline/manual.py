@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from firewall.config import parse_owner
 from firewall.discovery import unknown_eval_message
 from firewall.errors import UsageError
 from firewall.lifecycle import Entry
@@ -16,6 +17,11 @@ def add(ctx: Context, eval_id: str, *, reason: str, owner: str | None, issues: b
     spec = next((s for s in ctx.specs if s.id == eval_id), None)
     if spec is None:
         raise UsageError(unknown_eval_message(eval_id, [s.id for s in ctx.specs]))
+    if owner:  # "" is no owner given, as from `--owner "$OWNER"` with OWNER unset
+        try:
+            owner = parse_owner(owner)
+        except ValueError as exc:
+            raise UsageError(f"--owner: {exc} (got {owner!r})") from None
     at = ctx.clock()
     with ctx.edit_registry() as entries:
         if eval_id in entries:
@@ -29,7 +35,7 @@ def add(ctx: Context, eval_id: str, *, reason: str, owner: str | None, issues: b
             reason=reason,
             git_sha=ctx.git.sha,
             review_by=at + dt.timedelta(days=ctx.settings.nightly.review_days),
-            owner=(owner or spec.owner or "").lstrip("@") or None,
+            owner=owner or spec.owner,
         )
     effects.publish_add(ctx, eval_id, issues=issues)
     return entry

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from builders import drifting_field, make_check, make_flip, make_hint, make_report, make_spec
 
 from firewall.artefact import EvalReport
 from firewall.diagnostics import Cause
-from firewall.github.issue_text import render_body
+from firewall.github.issue_text import render_body, render_template
 from firewall.github.issues import IssueContext
 from firewall.lifecycle import Entry
 from firewall.pipeline.stages import judge
 from firewall.policy import Status
 from firewall.runner.trial import TrialRecord
+from firewall.spec import Source
 from firewall.stats import Stats
 
 AT = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
@@ -100,3 +102,89 @@ def test_integration_a_judged_quarantine_explains_itself_in_the_issue_body() -> 
     assert "case-flip passed 4/7" in body
     assert "category" in body and '"billing"' in body
     assert "@everyone" not in body, "an item id cannot ping anyone"
+
+
+# --- every byte of eval text is fenced or escaped ---------------------------------------
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "[click](https://evil.example)",
+    "![pixel](https://evil.example/p.png)",
+    "a|b",
+    "`tick` ``two``",
+    "@everyone",
+    "<!-- firewall:eval=other -->",
+]
+_FENCE = re.compile(r"^(`{3,})[^\n]*\n.*?\n\1$", re.DOTALL | re.MULTILINE)
+_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def outside_code(body: str) -> str:
+    """The body with its fenced blocks and code spans taken out: what GitHub would render."""
+    return _SPAN.sub("", _FENCE.sub("", body))
+
+
+def hostile_trials() -> list[TrialRecord]:
+    """Trials whose model ids, output fields and errors all carry markup."""
+    records = [
+        TrialRecord(
+            index=i,
+            seed=1000 + i,
+            score=s,
+            passed=s >= 0.8,
+            model_id=HOSTILE[i % 2],
+            fields={"answer": HOSTILE[2 + i % 3]},
+            items={"case-stable": 1.0, HOSTILE[3]: float(s > 0.9)},
+        )
+        for i, s in enumerate(SCORES)
+    ]
+    return [*records, TrialRecord(index=7, seed=1007, error=" ".join(HOSTILE))]
+
+
+def assert_inert(body: str) -> None:
+    rendered = outside_code(body)
+    for markup in ("<script", "<img", "](", "onerror"):
+        assert markup not in rendered, f"{markup!r} reaches the page outside code"
+    assert "@everyone" not in body and body.count("<!-- firewall:eval=") == 1
+
+
+def test_integration_the_likely_causes_quote_model_ids_errors_and_fields_in_code() -> None:
+    """Integration on purpose: the hints judge() writes quote eval text; none of it renders."""
+    report = judge(make_spec(id="tone", k=8), hostile_trials())
+    kinds = {hint.kind for hint in report.hints}
+    assert {Cause.MODEL_CHANGED, Cause.ERRORS, Cause.SAMPLING} <= kinds
+    body = body_of(report)
+    causes = body.split("### Likely causes", 1)[1].split("###", 1)[0]
+    bullets = [line for line in causes.splitlines() if line.startswith("- ")]
+    assert len(bullets) == len(report.hints)
+    for bullet in bullets:
+        assert outside_code(bullet) == "- ", f"a hint is one code span: {bullet!r}"
+    assert "the model changed during the probe" in causes and "<script>" in causes
+    assert_inert(body)
+
+
+def test_table_cells_hold_a_pipe_without_splitting_the_row() -> None:
+    report = make_report(
+        "tone",
+        Status.QUARANTINE,
+        owner="bob|x",  # an artefact is not the registry: its owner may be anything
+        source=Source(file="evals/a|b\\|c.py", line=3),
+    )
+    entry = Entry(since=AT, source="auto", reason="r", git_sha="0a1b|<img src=x>")
+    body = render_body("tone", IssueContext(report=report, entry=entry, replay="firewall replay"))
+    table = body.split("|---|---|\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(table) == 8
+    for row in table:
+        # A pipe splits the row unless an odd run of backslashes escapes it.
+        assert len(re.findall(r"(?<!\\)(?:\\\\)*\|", row)) == 3, f"one key, one value: {row!r}"
+    assert "| owner | `bob\\|x` |" in table
+    assert "| defined in | `evals/a\\|b\\\\\\|c.py:3` |" in table
+    assert_inert(body)
+
+
+def test_a_value_a_template_leaves_unquoted_is_escaped() -> None:
+    why = "GitHub said <img src=x onerror=alert(1)> see [docs](https://evil.example) a|b"
+    text = render_template("issue_comment_unassigned.md.j2", owner="bob", why=why)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text and "\\[docs\\]" in text
+    assert "a\\|b" in text and "`bob`" in text and "<img" not in text
