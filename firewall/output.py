@@ -1,20 +1,47 @@
 """The sink: every byte the firewall prints goes through here.
 
-Results go to stdout, progress and remarks to stderr. Nothing else in the
-package prints, so tests capture one place, and text that quotes evals is
-shown so that a GitHub runner cannot take any line of it for a workflow
-command. What the text says is the renderers' business (``firewall.report``).
+Results go to stdout: the table for people, or a document for scripts (JSON,
+JUnit XML, HTML) and nothing else. Everything said to the runner or to people
+on the side goes to stderr: the firewall's own annotations, warnings, notes,
+errors and progress. A GitHub runner reads workflow commands on both streams,
+so annotations work from stderr, and ``--format json`` stays one JSON
+document on stdout inside a job as outside.
+
+The one rule: no line the firewall prints is a workflow command unless the
+firewall's own emitter (``annotate``) wrote it. Whatever else is printed may
+quote an eval, a config, the registry or an argument, so ``inert`` defuses the
+two forms the runner reads (actions/runner ``ActionCommand.cs``): ``::`` at the
+start of a line after leading white space, and ``##[`` anywhere in a line. It
+runs on every line, in and out of GitHub (a step may run the firewall in a
+container that does not see ``GITHUB_ACTIONS``), and changes nothing a person
+sees. Documents are made inert first in their own syntax, losslessly
+(``inert_json``, ``inert_markup``), so that ``inert`` finds nothing left to do
+in them and a parser reads back exactly what was meant.
+What the text says is the renderers' business (``firewall.report``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import click
+
+WORD_JOINER = "\u2060"
+"""What ``inert`` inserts: invisible, not white space to .NET's ``TrimStart``, no line break."""
+
+# What may stand before '::' at the start of a line: every character .NET's
+# char.IsWhiteSpace accepts (TrimStart drops them) and Python's str.isspace too
+# (U+001C..U+001F), so that the pattern errs on the side of defusing. CR and LF
+# are not here: they end the line.
+_BLANKS = "\t\v\f\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# A line starts at the start of the text or after CR or LF, as the runner cuts lines.
+_LINE_COMMAND = re.compile(f"(?<![^\\r\\n])([{_BLANKS}]*)::")
+_JSON_LEGACY = re.compile(r"#(?=#\[)")
 
 
 def in_actions(env: Mapping[str, str] | None = None) -> bool:
@@ -22,47 +49,87 @@ def in_actions(env: Mapping[str, str] | None = None) -> bool:
     return (os.environ if env is None else env).get("GITHUB_ACTIONS") == "true"
 
 
-def echo(text: str = "") -> None:
-    click.echo(text)
+def inert(text: str) -> str:
+    """``text`` with no line a GitHub runner would take for a workflow command.
 
-
-def echo_untrusted(text: str) -> None:
-    """Text that carries what evals printed: in a GitHub job, inside a stop-commands block.
-
-    Reasons quote stderr tails and error messages; no line of them may ever be
-    taken by the runner as a workflow command.
+    A word joiner goes between the two ``#`` of every ``##[`` and before a ``::``
+    that starts a line. A runner that compares by culture may skip the joiner,
+    but then the command name it reads starts with ``[`` or ``:``, and no
+    command has such a name. Applying it twice changes nothing more.
     """
-    click.echo(stop_commands(text) if in_actions() else text)
+    defused = text.replace("##[", f"#{WORD_JOINER}#[")
+    return _LINE_COMMAND.sub(f"\\1{WORD_JOINER}::", defused)
+
+
+def inert_json(document: str) -> str:
+    """A JSON document that ``json.loads`` reads back unchanged and no runner reads a command in.
+
+    No line of JSON can start with ``::`` (a line break in a string is ``\\n``,
+    and a ``:`` outside one is followed by a value), but ``##[`` inside a string
+    is still a command to the runner: its first ``#`` becomes ``\\u0023``,
+    which is legal only inside a string, where every ``#`` of valid JSON is.
+    """
+    return _JSON_LEGACY.sub(r"\\u0023", document)
+
+
+def inert_markup(document: str) -> str:
+    """An XML or HTML document, read back unchanged by a parser, with no command for a runner.
+
+    Character references stand in for the ``#`` of ``##[`` and the ``:`` of a
+    ``::`` at a line's start. They are read as the character in text and in
+    attribute values, which is where eval text goes; a renderer that put it in a
+    comment, CDATA, a script or a style sheet would need another escape.
+    """
+    defused = document.replace("##[", "&#35;#[")
+    return _LINE_COMMAND.sub(r"\1&#58;:", defused)
+
+
+def echo(text: str = "") -> None:
+    """Text for people on stdout: tables, closing lines, renderings."""
+    click.echo(inert(text))
+
+
+def echo_json(document: str) -> None:
+    """A JSON document on stdout, the only thing on it: what a script reads."""
+    echo(inert_json(document))
 
 
 def annotate(lines: Sequence[str]) -> None:
-    """GitHub workflow commands, already escaped by firewall.github.annotations."""
+    """The firewall's own workflow commands (from firewall.github.annotations), on stderr.
+
+    The only text printed as it is: each line is one command whose data and
+    properties are already escaped, so nothing in it starts another line.
+    """
     for line in lines:
-        click.echo(line)
+        if not line.startswith("::") or "\r" in line or "\n" in line:
+            raise ValueError(f"not one workflow command line: {line!r}")
+        click.echo(line, err=True)
 
 
 def note(text: str) -> None:
     """A side remark for people (e.g. what a dry run would do): stderr, so stdout stays data."""
-    click.echo(text, err=True)
+    click.echo(inert(text), err=True)
 
 
 def warn(text: str) -> None:
-    click.echo(f"firewall: warning: {text}", err=True)
+    note(f"firewall: warning: {text}")
 
 
 def error(text: str) -> None:
-    click.echo(f"firewall: error: {text}", err=True)
+    note(f"firewall: error: {text}")
 
 
 def stop_commands(text: str, *, tokens: Callable[[], str] = lambda: secrets.token_hex(16)) -> str:
-    """``text`` between ``::stop-commands::TOKEN`` and ``::TOKEN::``, for echoing eval output.
+    """``text`` between ``::stop-commands::TOKEN`` and ``::TOKEN::``.
 
-    While commands are stopped the runner takes no line as a command, so the
-    output can be shown verbatim; the token is random and absent from the text,
-    so the text cannot resume processing itself. ``tokens`` draws one (tests pass their own).
+    Superseded by ``inert``, which the sink applies to everything, markers
+    included; kept for the callers that still wrap. The token is random and
+    absent from the text, compared without case as the runner compares command
+    names, so the text cannot resume processing itself. ``tokens`` draws one
+    (tests pass their own).
     """
     token = tokens()
-    while token in text:  # 128 random bits: never in practice, but then certainly not
+    while token.casefold() in text.casefold():  # 128 random bits: never in practice
         token = tokens()
     body = text if text.endswith("\n") or not text else text + "\n"
     return f"::stop-commands::{token}\n{body}::{token}::"
@@ -97,7 +164,7 @@ class Progress:
         if self.enabled:
             width = len(str(self.total))
             line = f"\r[{self.done:>{width}}/{self.total}] {self.errors} errored  last: {eval_id}"
-            click.echo(line[: self.WIDTH].ljust(self.WIDTH), err=True, nl=False)
+            click.echo(inert(line[: self.WIDTH].ljust(self.WIDTH)), err=True, nl=False)
 
     def finish(self) -> None:
         """Clear the line (once), so that what follows starts on a clean one."""

@@ -1,4 +1,4 @@
-"""The sink: progress on stderr only on a terminal, eval text shown so that no line is a command."""
+"""The sink: which stream carries what, progress only on a terminal, no line a command."""
 
 from __future__ import annotations
 
@@ -45,13 +45,48 @@ def test_stop_commands_never_uses_a_token_found_in_the_text() -> None:
     )
 
 
-def test_untrusted_text_is_wrapped_only_in_actions(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_a_stop_token_is_absent_from_the_text_whatever_its_case() -> None:
+    """The runner matches the resume token as it matches command names: without case."""
+    tokens = iter(["abcd", "ef01"])
+    assert output.stop_commands("x ##[ABCD] y", tokens=lambda: next(tokens)).startswith(
+        "::stop-commands::ef01\n"
+    )
+
+
+def test_each_kind_of_output_has_its_stream(capsys: pytest.CaptureFixture[str]) -> None:
+    output.echo("result")
+    output.echo_json('{"a": 1}')
+    output.note("remark")
+    output.warn("careful")
+    output.error("broken")
+    output.annotate(["::error title=t::m"])
+    printed = capsys.readouterr()
+    assert printed.out == 'result\n{"a": 1}\n'
+    assert printed.err == (
+        "remark\nfirewall: warning: careful\nfirewall: error: broken\n::error title=t::m\n"
+    )
+
+
+@pytest.mark.parametrize("actions", [False, True])
+def test_text_is_made_inert_in_and_out_of_a_github_job(
+    actions: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    output.echo_untrusted("::error::forged")
-    assert capsys.readouterr().out == "::error::forged\n"
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    output.echo_untrusted("::error::forged")
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("::stop-commands::") and lines[1] == "::error::forged"
-    assert lines[2] == f"::{lines[0].removeprefix('::stop-commands::')}::"
+    """A step may run the firewall where GITHUB_ACTIONS does not reach (a container)."""
+    if actions:
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    output.echo("::error::forged\nsee ##[error]forged")
+    output.warn("x\n  ::warning::forged")
+    output.echo_json('{"reason": "##[error]forged"}')
+    printed = capsys.readouterr()
+    joiner = output.WORD_JOINER
+    assert printed.out == (
+        f"{joiner}::error::forged\nsee #{joiner}#[error]forged\n"
+        '{"reason": "\\u0023#[error]forged"}\n'
+    )
+    assert printed.err == f"firewall: warning: x\n  {joiner}::warning::forged\n"
+
+
+def test_text_without_a_command_is_printed_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "STATUS  EVAL\nFAIL    a::b  median 0.5 ## [x] #[y] :: z"
+    output.echo(text)
+    assert capsys.readouterr().out == text + "\n"

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import importlib
+import io
 import signal
 import sys
 import traceback
 from types import FrameType
+from typing import Any
 
 import click
 
+from firewall import output
 from firewall._version import __version__
 from firewall.errors import ExitCode, FirewallError
-from firewall.output import error
 
 # Each command's module is imported only when that command runs (or --help lists
 # them all): a CI step pays for the imports of `firewall run`, not of every command.
@@ -35,7 +37,11 @@ COMMANDS = {
 
 
 class Main(click.Group):
-    """Loads commands on demand; turns expected errors into one line and an exit code."""
+    """Loads commands on demand; turns expected errors into one line and an exit code.
+
+    Every message goes out through the sink, click's own usage errors too: they
+    quote the arguments, and an argument may carry a forged workflow command.
+    """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -57,26 +63,49 @@ class Main(click.Group):
         finally:
             signal.signal(signal.SIGTERM, previous)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:  # e.g. an unknown option before the command
+            _show(exc)
+            raise click.exceptions.Exit(exc.exit_code) from None
+
     def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
         try:
             return super().invoke(ctx)
         except FirewallError as exc:
-            error(str(exc))
+            output.error(str(exc))
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
-            error("interrupted")
+            output.error("interrupted")
             ctx.exit(ExitCode.INTERRUPTED)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-            raise  # click's own: usage errors (exit 2) and deliberate exits
+        except click.ClickException as exc:  # a usage error (exit 2)
+            _show(exc)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort):
+            raise  # click's own deliberate exits
         except Exception as exc:
             # A bug, or an OS failure nobody foresaw: never exit 1, which CI reads as a
             # failing eval. One line to say what happened, then the traceback to report.
-            error(
+            output.error(
                 f"internal error: {type(exc).__name__}: {exc}; this is a bug in the firewall, "
                 "not a failing eval; please report it with the traceback below"
             )
-            traceback.print_exc(file=sys.stderr)
+            output.note(traceback.format_exc().rstrip("\n"))
             ctx.exit(ExitCode.INTERNAL)
+
+
+def _show(exc: click.ClickException) -> None:
+    """What click would print for ``exc`` (usage, hint, error), said through the sink."""
+    shown = io.StringIO()
+    exc.show(file=shown)
+    output.note(shown.getvalue().rstrip("\n"))
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

@@ -28,7 +28,7 @@ def calibrate_command(config_path: Path | None, as_json: bool) -> None:
     ctx = context.load(config_path)
     result = calibration(ctx)
     if as_json:
-        output.echo(result.model_dump_json(indent=2))
+        output.echo_json(result.model_dump_json(indent=2))
         return
     history = ctx.settings.history
     if result.overall.points == 0:

@@ -33,7 +33,7 @@ def list_evals(
             {**spec.model_dump(mode="json"), "warnings": notes[spec.id], "power": power_notes(spec)}
             for spec in project.specs
         ]
-        output.echo(json.dumps(document, indent=2))
+        output.echo_json(json.dumps(document, indent=2))
         return
     if not project.specs:
         output.echo("no evals found: add [[evals]] to the config, or `paths` with @firewall.eval")

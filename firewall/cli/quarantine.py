@@ -58,7 +58,7 @@ def list_entries(config_path: Path | None) -> None:
     for eval_id, entry in sorted(entries.items()):
         overdue = "  REVIEW OVERDUE" if entry.overdue(at) else ""
         owner = f"  @{entry.owner}" if entry.owner else ""
-        output.echo_untrusted(
+        output.echo(
             f"{eval_id}  {entry.source}  since {entry.since:%Y-%m-%d}  "
             f"streak {entry.stable_streak}/{release_after}{owner}{overdue}  {entry.reason}"
         )

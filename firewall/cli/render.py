@@ -19,10 +19,9 @@ def run_result(fmt: str, *, verbose: bool, registry: str) -> Callable[[RunResult
     def present(result: RunResult) -> None:
         artefact = result.artefact
         if fmt == "json":
-            # JSON escapes line breaks: no line of it can be a workflow command.
-            output.echo(artefact.to_json().rstrip("\n"))
+            output.echo_json(artefact.to_json().rstrip("\n"))
             return
-        output.echo_untrusted(
+        output.echo(
             table(artefact.evals, verbose=verbose) if artefact.evals else "no evals selected"
         )
         output.echo()
@@ -45,16 +44,16 @@ def nightly_result(fmt: str, *, registry: str) -> Callable[[NightlyResult], None
     def present(result: NightlyResult) -> None:
         artefact = result.artefact
         if fmt == "json":
-            output.echo(artefact.to_json().rstrip("\n"))
+            output.echo_json(artefact.to_json().rstrip("\n"))
             return
         if artefact.evals:
-            output.echo_untrusted(table(artefact.evals))
+            output.echo(table(artefact.evals))
             output.echo()
         elif not result.events:
             output.echo(f"nothing to re-probe: {registry} is empty")
         for event in result.events:
             if event.kind in ("released", "quarantined", "missing", "dismissed"):
-                output.echo_untrusted(f"{event.eval_id}: {event.message}")
+                output.echo(f"{event.eval_id}: {event.message}")
         output.echo(
             f"base seed {artefact.run.base_seed}"
             + ("" if artefact.run.complete else " -- INTERRUPTED, nothing was counted")

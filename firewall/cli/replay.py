@@ -41,8 +41,8 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None) -> Non
     spec = project.specs[0]
     outcome, record = run_one(Task(spec, trial, seed, spec.k), cwd=project.cwd)
     if outcome.error is None:
-        output.echo_untrusted(json.dumps(outcome.payload, indent=2, sort_keys=True))
-    output.echo_untrusted(
+        output.echo_json(json.dumps(outcome.payload, indent=2, sort_keys=True))
+    output.echo(
         f"# {spec.id} trial {trial} seed {seed}: "
         + (
             f"ERROR {record.error}"

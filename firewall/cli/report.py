@@ -42,6 +42,15 @@ RENDERERS: dict[str, Callable[[Artefact, Path], str]] = {
     "html": _html,
 }
 
+# How each rendering is kept from holding a workflow command, in its own syntax:
+# character references, which an XML or HTML parser reads back as the character,
+# and for Markdown (read by people) the sink's invisible word joiner.
+INERT: dict[str, Callable[[str], str]] = {
+    "markdown": output.inert,
+    "junit": output.inert_markup,
+    "html": output.inert_markup,
+}
+
 
 @click.command()
 @click.argument("artefact", type=click.Path(path_type=Path, dir_okay=False))
@@ -68,12 +77,10 @@ def report(artefact: Path, markdown: bool, junit: bool, html: bool, out: Path | 
     if len(chosen) > 1:
         raise UsageError(f"choose one of --markdown, --junit, --html (got {', '.join(chosen)})")
     fmt = chosen[0] if chosen else "markdown"
-    text = RENDERERS[fmt](load_report(artefact), artefact)
+    # The same bytes in the file as on stdout, where a job's runner reads them.
+    text = INERT[fmt](RENDERERS[fmt](load_report(artefact), artefact))
     if out is not None:
         write_atomic(out, text)  # the one file a read-only command writes: the rendering
         output.note(f"{fmt} report: {out}")
         return
-    # Plain echo, not echo_untrusted: stop-commands markers would corrupt a
-    # document redirected to a file, and every renderer already keeps eval
-    # text off the start of a line, where a workflow command would have to be.
     output.echo(text.rstrip("\n"))

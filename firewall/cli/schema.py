@@ -33,4 +33,4 @@ def schema(which: str | None) -> None:
             name: model.model_json_schema(by_alias=True, mode="serialization")
             for name, model in SCHEMAS.items()
         }
-    output.echo(json.dumps(document, indent=2, sort_keys=True))
+    output.echo_json(json.dumps(document, indent=2, sort_keys=True))

@@ -31,6 +31,6 @@ def status(config_path: Path | None, days: int, as_json: bool) -> None:
     """
     view = status_view(context.load(config_path, with_evals=False), days=days)
     if as_json:
-        output.echo(view.model_dump_json(indent=2))
+        output.echo_json(view.model_dump_json(indent=2))
         return
-    output.echo_untrusted(render_status(view))
+    output.echo(render_status(view))

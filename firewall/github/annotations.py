@@ -4,7 +4,9 @@ Escaping mirrors GitHub's own toolkit (``@actions/core``, ``src/command.ts``),
 so that whatever an eval put into its reason stays data: a forged
 ``\\n::error::`` or ``::set-output`` inside a reason cannot start a command of
 its own, because the runner only parses a command at the start of a line and
-no line break survives the escaping.
+no line break survives the escaping. Nor can a legacy ``##[error]`` in it: the
+runner looks for ``##[`` only in a line that is not a ``::`` command already.
+These lines are the only ones ``firewall.output`` prints as they are (on stderr).
 """
 
 from __future__ import annotations

@@ -93,15 +93,12 @@ class Context:
     def notice(self, text: str) -> None:
         """Something a user should know that changes no decision: said once, on stderr.
 
-        It may quote a git remote's own message, so in a GitHub job it is shown the way
-        eval text is: no line of it can be taken for a workflow command.
+        It may quote a git remote's own message; the sink makes sure that no line of it
+        can be taken for a workflow command, as it does for eval text.
         """
         if text not in self.notices:
             self.notices.append(text)
-            if self.in_actions:
-                output.note(output.stop_commands(f"firewall: warning: {text}"))
-            else:
-                output.warn(text)
+            output.warn(text)
 
     @property
     def reviewed(self) -> bool:

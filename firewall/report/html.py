@@ -7,7 +7,9 @@ case anything ever slipped through, and every ``{{ value }}`` passes through
 ``_finalize``, which drops control characters and writes line breaks as
 character references. That keeps each value on the line where the template put
 it, so no line of the page starts with eval text: printed in a GitHub job, a
-line starting with ``::`` would be read as a workflow command.
+line starting with ``::`` would be read as a workflow command. The other form,
+``##[`` anywhere in a line, is defused where a page is printed or saved by
+``firewall report`` (``output.inert_markup``, a character reference).
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ characters XML 1.0 forbids (NUL, ESC and the other control characters) are
 removed, and no line of the document starts with it. The last matters in a
 GitHub job, where the runner reads every line of the log that starts with
 ``::`` as a workflow command: eval text only ever follows a prefix of ours.
+The other form, ``##[`` anywhere in a line, is defused where the document is
+printed or saved by ``firewall report`` (``output.inert_markup``, a character
+reference that every XML parser reads back as ``#``).
 """
 
 from __future__ import annotations

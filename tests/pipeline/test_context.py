@@ -7,6 +7,7 @@ import json
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
+import actions_parser
 import pytest
 
 from firewall.pipeline import context
@@ -101,7 +102,7 @@ def test_a_notice_in_a_github_job_cannot_be_read_as_a_workflow_command(
     ctx = context.load(cwd=project, env={"GITHUB_ACTIONS": "true"})
     ctx.notice("git push failed: remote: ##[error]forged\n::error::also forged")
     ctx.notice("git push failed: remote: ##[error]forged\n::error::also forged")  # said once
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[0].startswith("::stop-commands::") and len(lines) == 4
-    assert lines[-1] == f"::{lines[0].removeprefix('::stop-commands::')}::"
-    assert lines[1] == "firewall: warning: git push failed: remote: ##[error]forged"
+    err = capsys.readouterr().err
+    assert actions_parser.commands(err) == []
+    lines = err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("firewall: warning: git push failed")
