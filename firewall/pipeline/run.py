@@ -126,11 +126,11 @@ def probe_part(
     """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
     started = ctx.clock()
     base_seed = seed.draw()
-    tasks = plan(probed, base_seed, k)
+    schedule = plan(probed, base_seed, k)
     grouped, complete = probe(
-        tasks, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
+        schedule, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
     )
-    effective = {task.spec.id: task.spec for task in tasks}
+    effective = {spec.id: spec for spec in schedule.specs}
     return Probed(
         base_seed=base_seed,
         started_at=started,
