@@ -114,7 +114,7 @@ def conclude(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Decision, S
         reason = f"{decision.reason}; still {near} at max_k {spec.max_k}"
         return _with(decision, reason), Stop(trials=n, planned=spec.k, why="max_k", near=near)
     if n > spec.k:
-        reason = f"{decision.reason}; {n - spec.k} trials added to k={spec.k} near a line"
+        reason = f"{decision.reason}; {n - spec.k} trials added to k={spec.k}"
         return _with(decision, reason), Stop(trials=n, planned=spec.k, why="extended")
     return decision, Stop(trials=n, planned=spec.k, why="max_k" if near else "planned", near=near)
 
