@@ -153,8 +153,8 @@ def settle(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision | None:
     # Completions the error budget allows: from `fewest` to `rest` of the other trials score.
     fewest = max(0, rest - (spec.max_errors - errored))
     tightest = min(least_iqr(ordered, extra) for extra in range(fewest, rest + 1))
-    if tightest <= spec.flakiness + EPSILON:
-        return None
+    if tightest <= spec.flakiness * _near(spec, NEAR_IQR[1]) + EPSILON:
+        return None  # some completion is stable, or close enough to F to be extended
     stats = measure(spec, trials)
     assert stats.median is not None
     return Decision(
@@ -190,7 +190,9 @@ def _pass_rate_settled(
     count, passes = len(scored), sum(bool(trial.passed) for trial in scored)
     best = wilson_interval(passes + rest, count + rest, spec.confidence)[0]
     rate = f"pass rate {passes}/{count}: wilson lower bound"
-    if best < bar - EPSILON:
+    # Where max_k leaves room, a completion whose rate clears the bar would be extended.
+    unreached = spec.max_k == spec.k or (passes + rest) / (count + rest) < bar - EPSILON
+    if best < bar - EPSILON and unreached:
         check = Check(
             name="wilson lower bound", ok=False, actual=f"<= {fmt(best)}", allowed=f">= {fmt(bar)}"
         )
@@ -259,10 +261,12 @@ def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
     if stats.median is None or stats.iqr is None:
         return None
     if spec.min_pass_rate is not None:
+        # Judged on its pass rate alone: the median of pass/fail scores says little.
         assert stats.pass_rate is not None and stats.wilson_low is not None
         if stats.wilson_low < spec.min_pass_rate - EPSILON <= stats.pass_rate:
             return "a pass rate above min_pass_rate with a lower bound below it"
-    elif stats.item_p is not None:
+        return None
+    if stats.item_p is not None:
         low, high = NEAR_ITEM_P
         if low <= stats.item_p < high:
             return f"an item test near its level (p {stats.item_p:.2g})"
@@ -285,6 +289,12 @@ def _median_near(spec: EvalSpec, stats: Stats, scored: int) -> str | None:
             f"a median within {NEAR_MEDIAN_SE:g} standard errors of threshold {fmt(spec.threshold)}"
         )
     return None
+
+
+def _near(spec: EvalSpec, share: float) -> float:
+    """The share of F up to which a decision counts as near the line: none when max_k
+    leaves no room to extend, so that a settled probe is one no completion would extend."""
+    return share if spec.max_k > spec.k else 1.0
 
 
 def _scored(trials: Sequence[TrialRecord]) -> int:

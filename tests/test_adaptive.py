@@ -40,7 +40,8 @@ def test_the_least_iqr_is_what_brute_force_over_every_placement_finds(seed: int)
 @pytest.mark.parametrize("seed", range(3))
 def test_a_settled_probe_has_the_decision_of_every_completion(seed: int) -> None:
     """Soundness, against brute force: whenever a probe stops short of k, every way the
-    other trials could have scored gives the same status at k."""
+    other trials could have scored gives the same status at k, and none of them is close
+    enough to a line to be extended."""
     rng = random.Random(seed)
     settled = 0
     for _ in range(300):
@@ -49,7 +50,10 @@ def test_a_settled_probe_has_the_decision_of_every_completion(seed: int) -> None
         spread = rng.choice([0.01, 0.05, 0.3])
         pass_rate = rng.random() < 0.3
         spec = make_spec(
-            k=k, max_k=k, min_pass_rate=0.5 if pass_rate else None, min_scored=min(3, k)
+            k=k,
+            max_k=rng.choice([k, k + 4]),
+            min_pass_rate=0.5 if pass_rate else None,
+            min_scored=min(3, k),
         )
         seen = trials(round(0.8 + rng.uniform(-spread, spread), 3) for _ in range(n))
         decision = settle(spec, seen)
@@ -60,11 +64,13 @@ def test_a_settled_probe_has_the_decision_of_every_completion(seed: int) -> None
         for completion in grid_completions(observed, k - n):
             full = seen + [trial(score, index=n + i) for i, score in enumerate(completion)]
             assert decide(spec, full).status is decision.status, (spec, observed, completion)
+            assert wanted(spec, full) == k, (spec, observed, completion)
     assert settled > 20  # the check above ran often enough to mean something
 
 
 def test_a_probe_far_too_wide_to_be_stable_stops_as_soon_as_no_completion_escapes() -> None:
     spec = make_spec(k=7)
+    assert adaptive.NEAR_IQR[1] * spec.flakiness < 0.175  # and far from the extension's band
     assert settle(spec, trials(FLAKY[:3])) is None  # three more at 0.9 would close it
     decision = settle(spec, trials(FLAKY))
     assert decision is not None and decision.status is Status.QUARANTINE
@@ -204,3 +210,13 @@ def test_trials_that_finish_after_the_probe_settled_keep_it_settled() -> None:
     late: list[TrialRecord] = [*trials(FLAKY), trial(0.9, index=4)]
     decision = settle(spec, late)
     assert decision is not None and decision.status is Status.QUARANTINE
+
+
+def test_a_probe_a_completion_would_extend_is_not_stopped_while_max_k_leaves_room() -> None:
+    # Six trials whose tightest completion has an iqr of 1.2 F: unstable at k = 7 whatever
+    # the seventh scores, but near enough to F that k = 7 would extend it.
+    six = trials([0.85, 0.86, 0.89, 0.9, 0.93, 0.94])
+    assert 0.03 < least_iqr(sorted(t.score or 0 for t in six), 1) <= 1.6 * 0.03
+    assert settle(make_spec(k=7, max_k=15), six) is None
+    settled = settle(make_spec(k=7, max_k=7), six)
+    assert settled is not None and settled.status is Status.QUARANTINE
