@@ -1,14 +1,22 @@
 """How good are the decisions: simulated evals whose true state is known, decided by
-`firewall.policy.decide` itself.
+the firewall's own rule (`firewall.policy.decide`, `firewall.adaptive`).
 
 Each population is an eval with a known truth: honest (it does not scatter beyond
 its own noise) or unstable (a collapse, two behaviours, a shift between trials).
-Every probe draws K trials from it and is decided twice by the same `decide`:
-once with the trials' per-item scores (the item-aware rule: Cochran's Q or the
-dispersion test) and once with the items left out, which is the fixed IQR rule
-of the contract (what every eval got before). A "flip" is a change of the
-instability verdict between two consecutive probes of the same eval, the thing
-that opens and closes issues for nothing.
+Every probe is decided three ways:
+
+- **fixed IQR**: K trials, the items left out: the contract's fixed rule, what
+  every eval got before the item-aware rule;
+- **item-aware**: K trials, with the per-item scores (Cochran's Q or the
+  dispersion test for evals over binary items);
+- **adaptive**: the default, the item-aware rule with adaptive K: trials drawn
+  one at a time while `firewall.adaptive.wanted` asks for more (stopping once the
+  decision is settled, extending near a line up to max_k = 15).
+
+A "flip" is a change of the instability verdict between two consecutive probes
+of the same eval, the thing that opens and closes issues for nothing. The
+release table follows quarantined evals through 30 nights (nightly k = 15) and
+re-probes each released one as the next pull request would (k = 7).
 
     python benchmarks/decisions.py                 # 2,000 probes per population
     python benchmarks/decisions.py --probes 500    # quicker, noisier
@@ -21,13 +29,15 @@ import dataclasses
 import datetime as dt
 import itertools
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable
 
+from firewall import adaptive
 from firewall.artefact import EvalReport
 from firewall.lifecycle import Entry, advance
-from firewall.policy import Status, decide
+from firewall.policy import Decision, Status, decide
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec, Source
 
@@ -100,12 +110,15 @@ RELEASE_POPULATIONS = [
 ]
 
 
-def spec_for(population: Population) -> EvalSpec:
+def spec_for(population: Population, *, adaptive: bool = False, k: int | None = None) -> EvalSpec:
+    k = population.k if k is None else k
     return EvalSpec(
         id="sim",
         kind="python",
         target="sim:eval",
-        k=population.k,
+        k=k,
+        max_k=max(k, 15),
+        adaptive=adaptive,
         threshold=0.8,
         flakiness=0.03,
         outlier_fence=3.0,
@@ -116,79 +129,107 @@ def spec_for(population: Population) -> EvalSpec:
     )
 
 
-def probe(population: Population, rng: random.Random) -> list[TrialRecord]:
-    records = []
-    for index in range(population.k):
-        score, scored = population.trial(rng, index)
-        records.append(
-            TrialRecord(
-                index=index, seed=index, score=score, passed=score >= 0.8, items=scored or {}
-            )
-        )
-    return records
+def draw(population: Population, rng: random.Random, index: int) -> TrialRecord:
+    score, scored = population.trial(rng, index)
+    return TrialRecord(
+        index=index, seed=index, score=score, passed=score >= 0.8, items=scored or {}
+    )
 
 
-def unstable(spec: EvalSpec, trials: list[TrialRecord]) -> bool:
-    return decide(spec, trials).status is Status.QUARANTINE
+def probe(population: Population, rng: random.Random, k: int | None = None) -> list[TrialRecord]:
+    return [draw(population, rng, index) for index in range(population.k if k is None else k)]
+
+
+def adaptive_probe(
+    spec: EvalSpec, population: Population, rng: random.Random
+) -> tuple[Decision, list[TrialRecord]]:
+    """Trials as `firewall.runner.Schedule` hands them out when many evals are in flight
+    (one result in before the next trial of the eval starts; an extension's trials all in
+    before it is judged), and the decision they end in."""
+    trials: list[TrialRecord] = []
+    target = spec.k
+    while len(trials) < target:
+        trials.append(draw(population, rng, len(trials)))
+        if len(trials) < spec.k or len(trials) == target:
+            target = adaptive.wanted(spec, trials)
+    concluded = adaptive.conclude(spec, trials)
+    assert concluded is not None
+    return concluded[0], trials
+
+
+def unstable(decision: Decision) -> bool:
+    return decision.status is Status.QUARANTINE
 
 
 def simulate(population: Population, probes: int, seed: int) -> dict[str, float]:
     rng = random.Random(seed)
-    spec = spec_for(population)
-    item_rule, fixed_rule = [], []
+    fixed_spec, adaptive_spec = spec_for(population), spec_for(population, adaptive=True)
+    verdicts: dict[str, list[bool]] = {"fixed": [], "items": [], "adaptive": []}
+    counts = []
     for _ in range(probes):
         trials = probe(population, rng)
-        item_rule.append(unstable(spec, trials))
-        fixed_rule.append(unstable(spec, [t.model_copy(update={"items": {}}) for t in trials]))
-
-    def rates(verdicts: list[bool]) -> tuple[float, float]:
-        flagged = sum(verdicts) / len(verdicts)
-        flips = sum(a != b for a, b in itertools.pairwise(verdicts)) / (len(verdicts) - 1)
-        return flagged, flips
-
-    (item_flagged, item_flips), (fixed_flagged, fixed_flips) = rates(item_rule), rates(fixed_rule)
-    return {
-        "fixed": fixed_flagged,
-        "new": item_flagged,
-        "fixed_flips": fixed_flips,
-        "new_flips": item_flips,
-    }
+        verdicts["items"].append(unstable(decide(fixed_spec, trials)))
+        bare = [t.model_copy(update={"items": {}}) for t in trials]
+        verdicts["fixed"].append(unstable(decide(fixed_spec, bare)))
+        decision, taken = adaptive_probe(adaptive_spec, population, rng)
+        verdicts["adaptive"].append(unstable(decision))
+        counts.append(len(taken))
+    result = {"trials": statistics.fmean(counts)}
+    for rule, flagged in verdicts.items():
+        result[rule] = sum(flagged) / len(flagged)
+        result[f"{rule}_flips"] = sum(a != b for a, b in itertools.pairwise(flagged)) / (
+            len(flagged) - 1
+        )
+    return result
 
 
-def releases(population: Population, evals: int, seed: int, *, margin: bool) -> tuple[float, float]:
+NIGHTS, RELEASE_AFTER = 30, 3
+
+
+def releases(population: Population, evals: int, seed: int, *, new: bool) -> tuple[float, float]:
     """For quarantined evals of ``population``: the share released within 30 nights
-    (nightly k = 15, release after 3 stable nights), and the share of those releases
-    that the next pull request's probe (k = 7) quarantines again. ``margin=False`` is
-    the old exit: every night that is not QUARANTINE counts toward release."""
+    (nightly k = 15), and the share of those releases that the next pull request's
+    probe (k = 7) quarantines again.
+
+    ``new=False`` is the old exit: every night that is not QUARANTINE counts, and 3
+    in a row release. ``new=True`` is today's: adaptive probes, and
+    ``firewall.lifecycle.advance`` (a margin below the entry line, and 59 clean
+    trials since the last unstable night).
+    """
     rng = random.Random(seed)
-    nightly = dataclasses.replace(population, k=15)
-    spec_night, spec_day = spec_for(nightly), spec_for(dataclasses.replace(population, k=7))
+    night = spec_for(population, adaptive=new, k=15)
+    day = spec_for(population, adaptive=new, k=7)
     at = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
     released = bounced = 0
     for _ in range(evals):
-        entry = Entry(since=at, source="auto", reason="unstable")
-        for _night in range(30):
-            decision = decide(spec_night, probe(nightly, rng))
-            stats = decision.stats
-            if not margin and decision.status is not Status.QUARANTINE:
-                stats = stats.model_copy(update={"iqr": 0.0, "item_p": None})  # no margin asked
-            report = EvalReport(
-                id="sim",
-                status=decision.status,
-                blocking=False,
-                reason=decision.reason,
-                source=Source(file="simulation"),
-                k=15,
-                threshold=0.8,
-                flakiness=0.03,
-                stats=stats,
-            )
-            kept, _ = advance(entry, report, release_after=3, at=at)
-            if kept is None:
+        entry, streak = Entry(since=at, source="auto", reason="unstable"), 0
+        for _night in range(NIGHTS):
+            if not new:
+                streak = 0 if unstable(decide(night, probe(population, rng, 15))) else streak + 1
+                out = streak >= RELEASE_AFTER
+            else:
+                decision, trials = adaptive_probe(night, population, rng)
+                report = EvalReport(
+                    id="sim",
+                    status=decision.status,
+                    blocking=False,
+                    reason=decision.reason,
+                    source=Source(file="simulation"),
+                    k=15,
+                    threshold=0.8,
+                    flakiness=0.03,
+                    stats=decision.stats,
+                    trials=trials,
+                )
+                kept, _ = advance(entry, report, release_after=RELEASE_AFTER, at=at)
+                out, entry = kept is None, kept or entry
+            if out:
                 released += 1
-                bounced += unstable(spec_day, probe(population, rng))
+                if new:
+                    bounced += unstable(adaptive_probe(day, population, rng)[0])
+                else:
+                    bounced += unstable(decide(day, probe(population, rng, 7)))
                 break
-            entry = kept
     return released / evals, (bounced / released if released else 0.0)
 
 
@@ -198,25 +239,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     print(
-        "| population | truth | K | quarantined, fixed IQR rule | quarantined, item-aware "
-        "| flips, fixed | flips, item-aware |\n|---|---|---:|---:|---:|---:|---:|"
+        "| population | truth | K | quarantined: fixed IQR / item-aware / adaptive "
+        "| flips: fixed / adaptive | trials per decision, adaptive |\n"
+        "|---|---|---:|---:|---:|---:|"
     )
     for number, population in enumerate(POPULATIONS):
-        result = simulate(population, args.probes, seed=20261201 + number)
-        truth = "honest" if population.honest else "unstable"
-        measure = "false quarantine" if population.honest else "caught"
+        r = simulate(population, args.probes, seed=20261201 + number)
+        truth = "honest (false quarantine)" if population.honest else "unstable (caught)"
         print(
-            f"| {population.name} | {truth} ({measure}) | {population.k} "
-            f"| {result['fixed']:.1%} | {result['new']:.1%} "
-            f"| {result['fixed_flips']:.1%} | {result['new_flips']:.1%} |"
+            f"| {population.name} | {truth} | {population.k} "
+            f"| {r['fixed']:.1%} / {r['items']:.1%} / {r['adaptive']:.1%} "
+            f"| {r['fixed_flips']:.1%} / {r['adaptive_flips']:.1%} | {r['trials']:.1f} |"
         )
     print(
         "\n| quarantined eval | truth | released within 30 nights, old / new exit "
         "| re-quarantined by the next PR, old / new |\n|---|---|---:|---:|"
     )
     for name, population in RELEASE_POPULATIONS:
-        old = releases(population, args.probes // 4, seed=7, margin=False)
-        new = releases(population, args.probes // 4, seed=7, margin=True)
+        old = releases(population, args.probes // 4, seed=7, new=False)
+        new = releases(population, args.probes // 4, seed=7, new=True)
         truth = "honest" if population.honest else "unstable"
         print(f"| {name} | {truth} | {old[0]:.1%} / {new[0]:.1%} | {old[1]:.1%} / {new[1]:.1%} |")
     print(

@@ -152,7 +152,7 @@ def make_sleepy(root: Path, n: int) -> Path:
 
 
 PROBE_ONLY = """\
-# The probe phase alone, in process: load the project, plan, Runner.run (the runner's own
+# The probe phase alone, in process: load the project, plan, run the schedule (the runner's own
 # share of a `firewall run`, without the CLI's start-up and the judging and writing after).
 import json, sys, time
 start = time.perf_counter()
@@ -160,12 +160,13 @@ from firewall.pipeline import context
 from firewall.pipeline.stages import plan
 from firewall.runner import Runner
 ctx = context.load()
-tasks = plan(ctx.specs, 20261129, None)
+schedule = plan(ctx.specs, 20261129, None)
 ready = time.perf_counter()
-records = Runner(concurrency=ctx.settings.concurrency, cwd=ctx.cwd).run(tasks)
+Runner(concurrency=ctx.settings.concurrency, cwd=ctx.cwd).run_schedule(schedule)
 done = time.perf_counter()
-assert len(records) == len(tasks) and all(r.error is None for r in records)
-print(json.dumps({"runner_s": done - ready, "setup_s": ready - start, "trials": len(tasks)}))
+records = [record for trials in schedule.results().values() for record in trials]
+assert len(records) == schedule.planned and all(r.error is None for r in records)
+print(json.dumps({"runner_s": done - ready, "setup_s": ready - start, "trials": len(records)}))
 """
 
 

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from firewall._version import __version__
+from firewall.adaptive import Stop
 from firewall.diagnostics import CaseFlip, Hint, ValueCount
 from firewall.errors import ExitCode
 from firewall.policy import Check, Status
@@ -52,6 +53,8 @@ class Summary(BaseModel):
     quarantined: int = 0
     error: int = 0
     exit_code: ExitCode = ExitCode.OK
+    trials: int = 0  # trials run, over every decided eval
+    planned: int = 0  # what k planned for those evals: adaptive K saved or added the difference
 
     @property
     def result(self) -> str:
@@ -81,6 +84,7 @@ class EvalReport(BaseModel):
     hints: list[Hint] = []
     tags: list[str] = []
     owner: str | None = None
+    stop: Stop | None = None  # how many trials the decision took, and why it stopped there
 
 
 class Artefact(BaseModel):

@@ -1,8 +1,8 @@
 """The quarantine lifecycle as pure functions: enter, re-probe, count the streak, release.
 
-  run / nightly --all         nightly (stable)        streak == release_after
-──────────────────────► QUARANTINED ──────────► streak+1 ────────────────────► released
- unstable probe            │  ▲   nightly (unstable): streak = 0
+  run / nightly --all         nightly (clearly stable)    streak >= release_after and
+──────────────────────► QUARANTINED ──────────────► streak+1 ──── 59 clean trials ────► released
+ unstable probe            │  ▲   nightly (unstable): streak = 0, clean trials = 0
                            │  └── nightly (errored): streak unchanged
                            └── `firewall quarantine release`: released by hand
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -37,6 +38,7 @@ class Entry(BaseModel):
     git_sha: str | None = None
     issue: int | None = None
     stable_streak: int = 0
+    clean_trials: int = 0
     last_probe: Timestamp | None = None
     review_by: Timestamp | None = None
     owner: str | None = None
@@ -56,6 +58,7 @@ class Progress(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     stable_streak: int = 0
+    clean_trials: int = 0  # scored trials since the last unstable night: none collapsed
     last_probe: Timestamp | None = None
     median: float | None = None
     iqr: float | None = None
@@ -151,7 +154,7 @@ def advance(
         "k": report.k,
     }
     if report.status is Status.QUARANTINE:
-        kept = entry.model_copy(update={**probed, "stable_streak": 0})
+        kept = entry.model_copy(update={**probed, "stable_streak": 0, "clean_trials": 0})
         return kept, Event(
             eval_id,
             "unstable",
@@ -159,6 +162,9 @@ def advance(
             0,
             release_after,
         )
+    # Not unstable: none of its trials collapsed (the fence held), clear of the line or not.
+    clean = entry.clean_trials + sum(trial.error is None for trial in report.trials)
+    probed["clean_trials"] = clean
     margin = clear_of_the_line(report)
     if margin is not None:
         kept = entry.model_copy(update=probed)
@@ -170,16 +176,18 @@ def advance(
             release_after,
         )
     streak = entry.stable_streak + 1
-    if streak < release_after:
+    if streak < release_after or clean < RELEASE_CLEAN_TRIALS:
         kept = entry.model_copy(update={**probed, "stable_streak": streak})
-        return kept, Event(
-            eval_id,
-            "stable",
-            f"stable probe {streak}/{release_after} toward "
-            f"release (iqr {fmt(report.stats.iqr or 0)})",
-            streak,
-            release_after,
+        iqr = fmt(report.stats.iqr or 0)
+        message = (
+            f"stable probe {streak}/{release_after} toward release "
+            f"(iqr {iqr}, {clean}/{RELEASE_CLEAN_TRIALS} clean trials)"
+            if streak < release_after
+            else f"stable probe {streak}/{release_after} (iqr {iqr}), but only {clean} of the "
+            f"{RELEASE_CLEAN_TRIALS} clean trials release needs, to bound a collapse rate "
+            f"below {RELEASE_COLLAPSE_RATE:.0%}"
         )
+        return kept, Event(eval_id, "stable", message, streak, release_after)
     fails = report.status is Status.FAIL
     consequence = (
         f"; note: it will now FAIL the gate: {report.reason}"
@@ -189,13 +197,23 @@ def advance(
     return None, Event(
         eval_id,
         "released",
-        f"released after {streak} stable nightly probes{consequence}",
+        f"released after {streak} stable nightly probes and {clean} clean trials{consequence}",
         streak,
         release_after,
         fails_gate=fails,
     )
 
 
+RELEASE_COLLAPSE_RATE = 0.05
+RELEASE_CONFIDENCE = 0.95
+RELEASE_CLEAN_TRIALS = math.ceil(
+    math.log(1 - RELEASE_CONFIDENCE) / math.log(1 - RELEASE_COLLAPSE_RATE)
+)
+"""Release also needs this many trials in a row (59) without a collapse since the last
+unstable night: an eval that collapses in 5% of its trials shows 59 clean ones in a row
+with probability 0.95^59 < 5%, so its release bounds the collapse rate below 5% at 95%
+confidence. Three stable nights of 15 trials see only 45, which a 10% collapse rate
+passes 0.9^45 = 0.9% of the time per try, and over 30 nights of tries far more often."""
 RELEASE_IQR_SHARE = 0.75  # a night counts toward release at an IQR of at most 0.75 F
 RELEASE_ITEM_P = 0.05  # or, for an accuracy over items, an item test this far from its 1%
 

@@ -112,6 +112,16 @@ def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     return _interpolate(ordered, 25), _interpolate(ordered, 50), _interpolate(ordered, 75)
 
 
+def sorted_iqr(ordered: Sequence[float]) -> float:
+    """The IQR of values already in ascending order (no copy, no sort)."""
+    return _interpolate(ordered, 75) - _interpolate(ordered, 25)
+
+
+def sorted_median(ordered: Sequence[float]) -> float:
+    """The median of values already in ascending order."""
+    return _interpolate(ordered, 50)
+
+
 def iqr(values: Sequence[float]) -> float:
     """The interquartile range Q3 - Q1."""
     q1, _, q3 = quartiles(values)

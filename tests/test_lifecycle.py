@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from builders import trials
 
 from firewall.artefact import EvalReport
 from firewall.config import Settings
-from firewall.lifecycle import Entry, advance, overdue, quarantine_entry
+from firewall.lifecycle import RELEASE_CLEAN_TRIALS, Entry, advance, overdue, quarantine_entry
 from firewall.policy import Status
 from firewall.spec import Source
 from firewall.stats import Stats
@@ -16,7 +17,9 @@ from firewall.stats import Stats
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 
 
-def report(status: Status, *, median: float = 0.9, iqr: float = 0.01) -> EvalReport:
+def report(
+    status: Status, *, median: float = 0.9, iqr: float = 0.01, scored: int = 15
+) -> EvalReport:
     return EvalReport(
         id="tone",
         status=status,
@@ -27,10 +30,11 @@ def report(status: Status, *, median: float = 0.9, iqr: float = 0.01) -> EvalRep
         threshold=0.8,
         flakiness=0.03,
         stats=Stats(median=median, iqr=iqr),
+        trials=trials([median] * scored),
     )
 
 
-def entry(streak: int = 0) -> Entry:
+def entry(streak: int = 0, *, clean: int = 0) -> Entry:
     return Entry(
         since=AT - dt.timedelta(days=3),
         source="auto",
@@ -39,6 +43,7 @@ def entry(streak: int = 0) -> Entry:
         iqr=0.2,
         k=7,
         stable_streak=streak,
+        clean_trials=clean,
     )
 
 
@@ -49,9 +54,11 @@ def test_a_stable_probe_adds_one_to_the_streak() -> None:
     assert event.kind == "stable" and "2/3" in event.message
 
 
-def test_an_unstable_probe_resets_the_streak() -> None:
-    kept, event = advance(entry(2), report(Status.QUARANTINE, iqr=0.2), release_after=3, at=AT)
-    assert kept is not None and kept.stable_streak == 0
+def test_an_unstable_probe_resets_the_streak_and_the_clean_trials() -> None:
+    kept, event = advance(
+        entry(2, clean=30), report(Status.QUARANTINE, iqr=0.2), release_after=3, at=AT
+    )
+    assert kept is not None and (kept.stable_streak, kept.clean_trials) == (0, 0)
     assert event.kind == "unstable" and "reset" in event.message
 
 
@@ -62,14 +69,34 @@ def test_an_erroring_probe_leaves_the_streak_and_says_so() -> None:
     assert event.kind == "errored" and "unchanged at 2/3" in event.message
 
 
-def test_the_streak_reaching_release_after_releases() -> None:
-    kept, event = advance(entry(2), report(Status.PASS), release_after=3, at=AT)
+def test_the_streak_reaching_release_after_with_59_clean_trials_releases() -> None:
+    kept, event = advance(entry(2, clean=44), report(Status.PASS), release_after=3, at=AT)
     assert kept is None
     assert event.kind == "released" and not event.fails_gate
+    assert "released after 3 stable nightly probes and 59 clean trials" in event.message
+
+
+def test_a_streak_with_too_few_clean_trials_waits_for_more() -> None:
+    # Three nights of 14 scored trials: 42 without a collapse do not bound a 5% rate.
+    kept, event = advance(
+        entry(2, clean=28), report(Status.PASS, scored=14), release_after=3, at=AT
+    )
+    assert kept is not None and (kept.stable_streak, kept.clean_trials) == (3, 42)
+    assert event.kind == "stable"
+    assert "only 42 of the 59 clean trials release needs" in event.message
+    kept, event = advance(kept, report(Status.PASS, scored=17), release_after=3, at=AT)
+    assert kept is None and event.kind == "released"
+
+
+def test_59_clean_trials_bound_a_collapse_rate_below_5_percent_at_95_percent() -> None:
+    assert RELEASE_CLEAN_TRIALS == 59
+    assert 0.95**59 < 0.05 < 0.95**58
 
 
 def test_a_release_below_threshold_says_it_will_now_fail() -> None:
-    kept, event = advance(entry(0), report(Status.FAIL, median=0.6), release_after=1, at=AT)
+    kept, event = advance(
+        entry(0, clean=59), report(Status.FAIL, median=0.6), release_after=1, at=AT
+    )
     assert kept is None and event.fails_gate
     assert "will now FAIL the gate" in event.message
 

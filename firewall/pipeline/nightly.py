@@ -16,7 +16,14 @@ from pathlib import Path
 
 from firewall.artefact import Artefact, EvalReport
 from firewall.errors import ExitCode
-from firewall.lifecycle import Entry, Event, advance, progress_of, quarantine_entry
+from firewall.lifecycle import (
+    RELEASE_CLEAN_TRIALS,
+    Entry,
+    Event,
+    advance,
+    progress_of,
+    quarantine_entry,
+)
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
 from firewall.pipeline.run import keep, probe_part
@@ -88,7 +95,11 @@ def nightly(
         # it is released again each stable night, and withdrawn by an unstable one.
         waiting = {
             event.eval_id: progress_of(before[event.eval_id]).model_copy(
-                update={"stable_streak": settings.nightly.release_after, "last_probe": at}
+                update={
+                    "stable_streak": settings.nightly.release_after,
+                    "clean_trials": RELEASE_CLEAN_TRIALS,
+                    "last_probe": at,
+                }
             )
             for event in events
             if event.kind == "released"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from firewall import regression
@@ -25,6 +25,7 @@ from firewall.pipeline.context import Context
 from firewall.pipeline.stages import Progress, conclude, plan, probe, summarise
 from firewall.policy import Check, Status
 from firewall.regression import Judgement, RunMean, compare
+from firewall.runner import Schedule
 from firewall.runner.seeds import BaseSeed
 from firewall.spec import EvalSpec
 from firewall.store.history import rows_for
@@ -74,7 +75,12 @@ def run(
     """`firewall run`: probe and gate the selected evals, record, present, publish."""
     part = collect(ctx, options, progress=progress)
     artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
-    artefact = against_default_branch(ctx, artefact, part.specs)
+    artefact, unclear = against_default_branch(ctx, artefact, part.specs)
+    if unclear and part.complete:
+        # Too few trials to tell the drop from max_drop: up to max_k before saying so.
+        part = more_trials(ctx, part, unclear, progress=progress)
+        artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
+        artefact, _ = against_default_branch(ctx, artefact, part.specs)
     return _finish(ctx, artefact, options, present)
 
 
@@ -84,7 +90,7 @@ def gate(
     """`firewall gate`: merge probe parts, decide, record, present, publish."""
     parts = load_parts(paths)
     artefact = conclude(parts, ctx.entries(), mode="gate", finished_at=ctx.clock())
-    artefact = against_default_branch(ctx, artefact, [s for part in parts for s in part.specs])
+    artefact, _ = against_default_branch(ctx, artefact, [s for part in parts for s in part.specs])
     return _finish(ctx, artefact, options, present)
 
 
@@ -126,11 +132,11 @@ def probe_part(
     """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
     started = ctx.clock()
     base_seed = seed.draw()
-    tasks = plan(probed, base_seed, k)
+    schedule = plan(probed, base_seed, k)
     grouped, complete = probe(
-        tasks, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
+        schedule, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
     )
-    effective = {task.spec.id: task.spec for task in tasks}
+    effective = {spec.id: spec for spec in schedule.specs}
     return Probed(
         base_seed=base_seed,
         started_at=started,
@@ -145,13 +151,36 @@ def probe_part(
     )
 
 
-def against_default_branch(ctx: Context, artefact: Artefact, specs: Sequence[EvalSpec]) -> Artefact:
+def more_trials(
+    ctx: Context, part: Probed, ids: Collection[str], *, progress: Progress | None = None
+) -> Probed:
+    """The part with the evals ``ids`` probed on to their ``max_k`` trials."""
+    specs = [spec for spec in part.specs if spec.id in ids]
+    schedule = Schedule(
+        specs, part.base_seed, wanted=lambda spec, trials: spec.max_k, start=part.trials
+    )
+    grouped, complete = probe(
+        schedule, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
+    )
+    return part.model_copy(
+        update={
+            "trials": {**part.trials, **grouped},
+            "complete": complete,
+            "finished_at": ctx.clock(),
+        }
+    )
+
+
+def against_default_branch(
+    ctx: Context, artefact: Artefact, specs: Sequence[EvalSpec]
+) -> tuple[Artefact, list[str]]:
     """The regression stage: evals that opted in (``regression = { max_drop = D }``) are
-    compared with the default branch's recent runs, when this run is not on it."""
+    compared with the default branch's recent runs, when this run is not on it. Also
+    returns the evals whose comparison was unclear and that have trials to add."""
     opted = {spec.id: spec.regression for spec in specs if spec.regression is not None}
     base = ctx.checkout.default_branch
     if not opted or base is None or ctx.checkout.on_default_branch:
-        return artefact
+        return artefact, []
     probed = {
         r.id: r
         for r in artefact.evals
@@ -179,9 +208,16 @@ def against_default_branch(ctx: Context, artefact: Artefact, specs: Sequence[Eva
         else report
         for report in artefact.evals
     ]
-    return artefact.model_copy(
+    max_k = {spec.id: spec.max_k for spec in specs}
+    unclear = [
+        eval_id
+        for eval_id, verdict in verdicts.items()
+        if verdict.verdict == "unclear" and len(probed[eval_id].trials) < max_k[eval_id]
+    ]
+    updated = artefact.model_copy(
         update={"evals": reports, "summary": summarise(reports, artefact.run.complete)}
     )
+    return updated, unclear
 
 
 def _run_mean(report: EvalReport) -> RunMean:

@@ -12,13 +12,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+from firewall import adaptive
+from firewall.adaptive import Stop
 from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.diagnostics import diagnose
 from firewall.errors import ExitCode
 from firewall.lifecycle import Entry
-from firewall.policy import Check, Status, decide
-from firewall.runner import Interrupted, Runner, Task
-from firewall.runner.seeds import trial_seed
+from firewall.policy import Check, Status
+from firewall.runner import Interrupted, Runner, Schedule, Task
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import Stats
@@ -37,53 +38,49 @@ class Progress(Protocol):
     def finish(self) -> None: ...
 
 
-def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> list[Task]:
-    """Every trial of every eval, with its derived seed; ``k`` overrides every eval's own."""
-    tasks: list[Task] = []
-    for spec in specs:
-        if k is not None:
-            spec = spec.model_copy(update={"k": k})
-        tasks.extend(Task(spec, i, trial_seed(seed, spec.id, i), spec.k) for i in range(spec.k))
-    return tasks
+def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> Schedule:
+    """Every eval's probe, with its derived seeds, to run as adaptive K wants (contract §4).
+
+    ``k`` (the command line's ``--k``) overrides every eval's own, and its
+    ``max_k`` where that is lower: adaptive K may stop short of it, never cap it.
+    """
+    if k is not None:
+        specs = [spec.model_copy(update={"k": k, "max_k": max(k, spec.max_k)}) for spec in specs]
+    return Schedule(specs, seed, wanted=adaptive.wanted)
 
 
 def probe(
-    tasks: Sequence[Task], *, concurrency: int, cwd: Path, progress: Progress | None = None
+    schedule: Schedule, *, concurrency: int, cwd: Path, progress: Progress | None = None
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
     """Run the trials; return them grouped by eval id, and whether the run completed."""
+    step = None
     if progress is not None:
-        progress.start(len(tasks))
-        counter = progress
+        progress.start(schedule.planned)
+        counter, planned = progress, schedule.planned
 
         def step(task: Task, record: TrialRecord) -> None:
+            nonlocal planned
+            if schedule.planned != planned:
+                planned = schedule.planned
+                counter.replan(planned)
             counter.step(task.spec.id, record.errored)
 
     complete = True
     try:
-        records = Runner(
-            concurrency=concurrency, cwd=cwd, progress=step if progress is not None else None
-        ).run(tasks)
-        pairs = list(zip(tasks, records, strict=True))
-    except Interrupted as stop:
+        Runner(concurrency=concurrency, cwd=cwd, progress=step).run_schedule(schedule)
+    except Interrupted:
         complete = False
-        pairs = [
-            (task, record)
-            for task, record in zip(tasks, stop.records, strict=True)
-            if record is not None
-        ]
     finally:
         if progress is not None:
             progress.finish()
-    grouped: dict[str, list[TrialRecord]] = {}
-    for task, record in pairs:
-        grouped.setdefault(task.spec.id, []).append(record)
-    return grouped, complete
+    return schedule.results(), complete
 
 
 def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = None) -> EvalReport:
     """Decide one eval from its trials, with the diagnostics that explain the decision."""
     trials = sorted(trials, key=lambda trial: trial.index)
-    if len(trials) < spec.k:
+    concluded = adaptive.conclude(spec, trials)
+    if concluded is None:
         return report_for(
             spec,
             Status.ERROR,
@@ -91,8 +88,9 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
             Stats(errors=spec.k - len(trials)),
             trials,
             blocking=blocking,
+            stop=Stop(trials=len(trials), planned=spec.k, why="interrupted"),
         )
-    decision = decide(spec, trials)
+    decision, stop = concluded
     report = report_for(
         spec,
         decision.status,
@@ -101,6 +99,7 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
         trials,
         checks=list(decision.checks),
         blocking=blocking,
+        stop=stop,
     )
     return explain(report, pass_score=spec.pass_score)
 
@@ -140,6 +139,7 @@ def report_for(
     *,
     checks: list[Check] | None = None,
     blocking: bool | None = None,
+    stop: Stop | None = None,
 ) -> EvalReport:
     return EvalReport(
         id=spec.id,
@@ -155,6 +155,7 @@ def report_for(
         checks=checks or [],
         tags=list(spec.tags),
         owner=spec.owner,
+        stop=stop,
     )
 
 
@@ -172,6 +173,7 @@ def summarise(reports: Sequence[EvalReport], complete: bool) -> Summary:
         code = ExitCode.ERROR
     else:
         code = ExitCode.OK
+    stops = [report.stop for report in reports if report.stop is not None]
     return Summary(
         **{"pass": counts[Status.PASS]},
         fail=counts[Status.FAIL],
@@ -179,6 +181,8 @@ def summarise(reports: Sequence[EvalReport], complete: bool) -> Summary:
         quarantined=counts[Status.QUARANTINED],
         error=counts[Status.ERROR],
         exit_code=code,
+        trials=sum(stop.trials for stop in stops),
+        planned=sum(stop.planned for stop in stops),
     )
 
 

@@ -20,6 +20,7 @@ import jinja2
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.policy import Status
+from firewall.report.terminal import adaptivity
 from firewall.text import number, printable
 
 SUMMARY_LIMIT = 1024 * 1024 - 1024
@@ -185,6 +186,8 @@ def _run_line(artefact: Artefact) -> str:
         parts.append(f"commit {cell(run.git_sha[:12], ID_LIMIT)}")
     if run.shard:
         parts.append(f"shard {cell(run.shard, ID_LIMIT)}")
+    if note := adaptivity(artefact):
+        parts.append(f"{artefact.summary.trials} trials ({note})")
     parts.append(f"exit code {artefact.summary.exit_code}")
     return "Run: " + ", ".join(parts)
 

@@ -90,6 +90,29 @@ def summary_line(artefact: Artefact) -> str:
     )
 
 
+def adaptivity(artefact: Artefact) -> str:
+    """What adaptive K did to this run's trials, in one phrase ("" when nothing)."""
+    stops = [report.stop for report in artefact.evals if report.stop is not None]
+    early = [stop for stop in stops if stop.why == "settled"]
+    longer = [stop for stop in stops if stop.trials > stop.planned]
+    parts = []
+    if early:
+        saved = sum(stop.planned - stop.trials for stop in early)
+        parts.append(f"{_trials(saved)} saved ({_evals(len(early))} settled early)")
+    if longer:
+        added = sum(stop.trials - stop.planned for stop in longer)
+        parts.append(f"{_trials(added)} added ({_evals(len(longer))} near a line)")
+    return f"adaptive K: {', '.join(parts)}" if parts else ""
+
+
+def _trials(count: int) -> str:
+    return f"{count} trial{'s' if count != 1 else ''}"
+
+
+def _evals(count: int) -> str:
+    return f"{count} eval{'s' if count != 1 else ''}"
+
+
 def closing_lines(
     artefact: Artefact,
     *,
@@ -101,6 +124,8 @@ def closing_lines(
 ) -> list[str]:
     """The counts, the registry entries written (or that a dry run would write), the report."""
     lines = [summary_line(artefact)]
+    if note := adaptivity(artefact):
+        lines.append(f"{note}: {artefact.summary.trials} run, k planned {artefact.summary.planned}")
     lines += [
         f"candidate {eval_id}: recorded on its issue; the nightly confirms or dismisses it "
         "on the default branch"

@@ -8,7 +8,6 @@ suffice: the trials run in other processes, so the slots only wait.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import queue
@@ -16,30 +15,22 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
 from firewall.runner.python import PythonWorker
+from firewall.runner.schedule import Schedule, Task
 from firewall.runner.trial import TrialRecord, error_record, record_from_payload
-from firewall.spec import EvalSpec
 
-__all__ = ["Interrupted", "Runner", "Task", "execute", "replay"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-    """One trial to run: an eval, its 0-based index in the probe, and its seed."""
-
-    spec: EvalSpec
-    index: int
-    seed: int
-    k: int
+__all__ = ["Interrupted", "Runner", "Schedule", "Task", "execute", "replay"]
 
 
 class Interrupted(Exception):
-    """The run was stopped; ``records`` holds the trials that finished before it."""
+    """The run was stopped; ``records`` holds the trials that finished before it, by the
+    position of their task (None for a trial that did not finish)."""
 
     def __init__(self, records: list[TrialRecord | None]) -> None:
         super().__init__("interrupted")
@@ -49,52 +40,125 @@ class Interrupted(Exception):
 Progress = Callable[[Task, TrialRecord], None]
 
 
+class _Source(Protocol):
+    """Where a runner's tasks come from, and where their records go."""
+
+    @property
+    def most(self) -> int: ...
+
+    def next_task(self) -> Task | None: ...
+
+    def record(self, task: Task, record: TrialRecord) -> None: ...
+
+
+class _Listed:
+    """The tasks of a list, in order."""
+
+    def __init__(self, tasks: Sequence[Task]) -> None:
+        self._tasks = iter(tasks)
+        self.most = len(tasks)
+
+    def next_task(self) -> Task | None:
+        return next(self._tasks, None)
+
+    def record(self, task: Task, record: TrialRecord) -> None:
+        pass
+
+
+_DONE = -1  # the position a slot hands back when nothing is left to run
+
+
 class Runner:
     def __init__(self, *, concurrency: int, cwd: Path, progress: Progress | None = None) -> None:
         self._concurrency = concurrency
         self._cwd = cwd
         self._progress = progress
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._in_flight = 0
+        self._stop = threading.Event()  # no more trials start: all done, or halted
+        self._halted = threading.Event()  # and the ones running are not measurements
+        self._lock = threading.Condition()
+        self._in_flight = 0  # trials running now
+        self._unrecorded = 0  # trials handed out whose records the schedule has not had
         self._active: dict[int, int] = {}  # slot -> pid of the process running its trial
 
     def run(self, tasks: Sequence[Task]) -> list[TrialRecord]:
         """Run every task; the records come back in task order."""
-        records: list[TrialRecord | None] = [None] * len(tasks)
-        done: queue.SimpleQueue[tuple[int, TrialRecord]] = queue.SimpleQueue()
-        pending = iter(enumerate(tasks))
+        finished = self._drive(_Listed(tasks))
+        return [finished[i] for i in range(len(tasks)) if i in finished]
+
+    def run_schedule(self, schedule: Schedule) -> None:
+        """Run the trials a schedule hands out, until it wants no more; each finished
+        trial goes back to it (``schedule.results()``), in the order they finish."""
+        self._drive(schedule)
+
+    def _drive(self, source: _Source) -> dict[int, TrialRecord]:
+        finished: dict[int, TrialRecord] = {}
+        handed: list[Task] = []
+        done: queue.SimpleQueue[tuple[int, TrialRecord | None]] = queue.SimpleQueue()
         with tempfile.TemporaryDirectory(prefix="firewall-") as scratch:
             slots = [
                 threading.Thread(
                     target=self._slot,
-                    args=(n, pending, done, Path(scratch)),
+                    args=(n, source, handed, done, Path(scratch)),
                     name=f"firewall-slot-{n}",
                     daemon=True,
                 )
-                for n in range(min(self._concurrency, len(tasks)))
+                for n in range(min(self._concurrency, source.most))
             ]
             try:
                 for slot in slots:
                     slot.start()
-                for _ in range(len(tasks)):
-                    index, record = done.get()
-                    records[index] = record
+                while slots:
+                    position, record = done.get()
+                    if record is None:
+                        break
+                    finished[position] = record
+                    task = handed[position]
+                    with self._lock:
+                        source.record(task, record)
+                        self._unrecorded -= 1
+                        self._lock.notify_all()
                     if self._progress is not None:
-                        self._progress(tasks[index], record)
+                        self._progress(task, record)
             except BaseException:
                 self._halt(slots)
                 while not done.empty():
-                    index, record = done.get()
-                    records[index] = record
-                raise Interrupted(records) from None
+                    position, record = done.get()
+                    if record is not None:
+                        finished[position] = record
+                        source.record(handed[position], record)
+                raise Interrupted([finished.get(i) for i in range(len(handed))]) from None
             for slot in slots:
                 slot.join()
-        return [record for record in records if record is not None]
+        return finished
+
+    def _next(
+        self,
+        source: _Source,
+        handed: list[Task],
+        done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
+    ) -> tuple[int, Task, int] | None:
+        """The next task for a slot, its position and how many run with it; None: stop."""
+        with self._lock:
+            while not self._stop.is_set():
+                task = source.next_task()
+                if task is not None:
+                    handed.append(task)
+                    self._unrecorded += 1
+                    self._in_flight += 1
+                    return len(handed) - 1, task, self._in_flight
+                if self._unrecorded == 0:  # nothing running, nothing to record: all done
+                    self._stop.set()
+                    self._lock.notify_all()
+                    done.put((_DONE, None))
+                    return None
+                self._lock.wait()  # a result still to come may ask for more trials
+        return None
 
     def _halt(self, slots: list[threading.Thread]) -> None:
-        self._stop.set()
         with self._lock:
+            self._halted.set()
+            self._stop.set()
+            self._lock.notify_all()
             pids = list(self._active.values())
         for pid in pids:
             try:
@@ -107,21 +171,16 @@ class Runner:
     def _slot(
         self,
         number: int,
-        pending: Iterator[tuple[int, Task]],
-        done: queue.SimpleQueue[tuple[int, TrialRecord]],
+        source: _Source,
+        handed: list[Task],
+        done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
         scratch: Path,
     ) -> None:
         worker = PythonWorker(self._cwd)
         register = functools.partial(self._track, number)
         try:
-            while not self._stop.is_set():
-                with self._lock:
-                    item = next(pending, None)
-                    if item is None:
-                        return
-                    self._in_flight += 1
-                    in_flight = self._in_flight
-                position, task = item
+            while (item := self._next(source, handed, done)) is not None:
+                position, task, in_flight = item
                 # Only a command eval has a result file: no Path to build for a Python trial.
                 result_path = (
                     scratch if task.spec.kind == "python" else scratch / f"{position}.json"
@@ -140,7 +199,7 @@ class Runner:
                 duration = time.perf_counter() - started
                 with self._lock:
                     self._in_flight -= 1
-                if self._stop.is_set():
+                if self._halted.is_set():
                     return  # killed by the halt: not a measurement
                 done.put((position, to_record(task, outcome, duration, in_flight)))
         finally:

@@ -45,6 +45,8 @@ def test_stable_passing_eval_exits_zero(project: Path) -> None:
         "quarantined": 0,
         "error": 0,
         "exit_code": 0,
+        "trials": 5,
+        "planned": 5,
     }
     assert artefact["run"]["complete"] is True
 

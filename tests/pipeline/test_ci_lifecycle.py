@@ -31,7 +31,7 @@ CONFIG = """
 k = 5
 seed = "random"
 [nightly]
-k = 5
+k = 30
 release_after = 2
 [[evals]]
 id = "tone"

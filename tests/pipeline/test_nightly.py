@@ -45,7 +45,7 @@ def lifecycle(tmp_path: Path) -> Path:
     (tmp_path / "tone.py").write_text(EVAL)
     (tmp_path / "mode.txt").write_text("unstable")
     (tmp_path / "firewall.toml").write_text(
-        "k = 5\nseed = 3\n[nightly]\nk = 5\nrelease_after = 3\n"
+        "k = 5\nseed = 3\n[nightly]\nk = 20\nrelease_after = 3\n"
         '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed} {trial}"\nowner = "alice"\n'
         '[[evals]]\nid = "steady"\ncommand = "echo \'{\\"score\\": 0.95}\'"\n'
     )

@@ -8,6 +8,7 @@ from builders import make_report, make_spec
 from firewall.errors import ExitCode
 from firewall.pipeline.stages import plan, summarise
 from firewall.policy import Status
+from firewall.runner import Schedule, Task
 from firewall.runner.seeds import trial_seed
 
 
@@ -38,19 +39,32 @@ def test_non_blocking_failures_and_errors_do_not_set_the_exit_code() -> None:
     assert (summary.pass_, summary.fail, summary.error) == (0, 1, 1)
 
 
-def test_the_plan_derives_every_seed_and_applies_a_k_override() -> None:
+def drain(schedule: Schedule) -> list[Task]:
+    """Every task a schedule hands out before any result is in."""
+    return list(iter(schedule.next_task, None))
+
+
+def test_the_plan_interleaves_the_evals_derives_every_seed_and_applies_a_k_override() -> None:
     specs = [make_spec(id="a", k=3), make_spec(id="b", k=5)]
-    assert [(t.spec.id, t.index) for t in plan(specs, 7, None)] == [
+    # Trial i of every eval before trial i + 1 of any: the first results settle early.
+    assert [(t.spec.id, t.index) for t in drain(plan(specs, 7, None))] == [
         ("a", 0),
-        ("a", 1),
-        ("a", 2),
         ("b", 0),
+        ("a", 1),
         ("b", 1),
+        ("a", 2),
         ("b", 2),
         ("b", 3),
         ("b", 4),
     ]
-    overridden = plan(specs, 7, 4)
+    overridden = drain(plan(specs, 7, 4))
     assert len(overridden) == 8 and {t.k for t in overridden} == {4}
     assert {t.spec.k for t in overridden} == {4}
-    assert overridden[5].seed == trial_seed(7, "b", 1)
+    assert overridden[3].seed == trial_seed(7, "b", 1)
+
+
+def test_a_k_override_above_max_k_raises_max_k_with_it() -> None:
+    (spec,) = plan([make_spec(id="a", k=3, max_k=5)], 7, 30).specs
+    assert (spec.k, spec.max_k) == (30, 30)
+    (spec,) = plan([make_spec(id="a", k=3, max_k=15)], 7, 4).specs
+    assert (spec.k, spec.max_k) == (4, 15)

@@ -1,0 +1,305 @@
+"""Adaptive K: stop a probe once its decision is settled, add trials where it is close.
+
+Contract §4. Two pure functions of an eval's settings and the trials it has so
+far. ``wanted`` says how many trials the probe should have in all (the runner
+keeps handing out trials until it has them), and ``conclude`` decides a probe
+that ended, with how many trials the decision took and why it stopped.
+
+**Curtailment** is exact: short of ``k``, a probe stops only when no scores the
+remaining trials could report would change the decision. That is so
+
+- when more trials errored than ``max_errors`` allows, or too few can still
+  score to reach ``min_scored`` (ERROR);
+- when a trial broke a hard invariant (FAIL: a violation is never averaged away);
+- when even the tightest completion keeps the IQR above F (QUARANTINE): the
+  least IQR that ``r`` more scores can give is found in closed form
+  (``least_iqr``), for every number of them that ``max_errors`` lets score;
+- when a pass-rate gate's Wilson lower bound stays below the bar even if every
+  remaining trial passes (FAIL), or above it even if every one fails (PASS).
+
+It does not wait for what only a trial that runs can show: one of the trials not
+run might have errored or broken an invariant, and no probe could ever stop
+early if that counted. An item eval's test over unseen items has no closed form,
+so item evals stop early only for errors and violations.
+
+**Extension**: a probe that ends close to a line gets ``ceil(k / 3)`` more
+trials (at least 2) at a time, up to ``max_k``. Close means an IQR between 0.75
+F and 1.6 F; an item test between p = 0.001 and 0.05; a pass-rate whose point
+estimate clears ``min_pass_rate`` while its lower bound does not; or a median
+within two standard errors of T. ``benchmarks/decisions.py`` measures what these
+lines do. With ``adaptive = false`` a probe runs ``k`` trials and is decided by
+the fixed rule, exactly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from firewall.policy import Check, Decision, Status, binary_items, decide, measure
+from firewall.runner.trial import TrialRecord
+from firewall.spec import EvalSpec
+from firewall.stats import EPSILON, Stats, sorted_iqr, sorted_median, wilson_interval
+from firewall.text import fmt, one_line
+
+NEAR_IQR = (0.75, 1.6)
+"""An IQR within these multiples of F is close to the line."""
+NEAR_ITEM_P = (0.001, 0.05)
+"""An item test's p-value in this range is close to its 1% level."""
+NEAR_MEDIAN_SE = 2.0
+"""A median within this many standard errors of the threshold is close to it."""
+_MEDIAN_SE = math.sqrt(math.pi / 2)  # the median's standard error, in sd / sqrt(n) (normal)
+_IQR_PER_SD = 1.349  # a normal distribution's IQR in standard deviations
+
+StopReason = Literal["fixed", "settled", "planned", "extended", "max_k", "interrupted"]
+
+
+class Stop(BaseModel):
+    """How many trials a decision took, and why the probe stopped there.
+
+    ``why``: ``fixed`` (adaptive K is off: k trials), ``settled`` (stopped short
+    of k: no scores of the rest could change the decision), ``planned`` (k
+    trials, not close to a line), ``extended`` (more than k, until the decision
+    was clear), ``max_k`` (still close to a line at max_k), ``interrupted`` (cut
+    short while it was close to a line).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trials: int
+    planned: int
+    why: StopReason
+    near: str = ""  # what the decision was close to, for extended, max_k and interrupted
+
+
+def step(spec: EvalSpec) -> int:
+    """How many trials an extension adds at a time."""
+    return max(2, math.ceil(spec.k / 3))
+
+
+def wanted(spec: EvalSpec, trials: Sequence[TrialRecord]) -> int:
+    """How many trials the probe should have in all, given the ones it has."""
+    n = len(trials)
+    if not spec.adaptive:
+        return spec.k
+    if n < spec.k:
+        return n if settle(spec, trials) is not None else spec.k
+    if n >= spec.max_k or close(spec, decide(spec, trials), _scored(trials)) is None:
+        return n
+    return min(n + step(spec), spec.max_k)
+
+
+def conclude(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Decision, Stop] | None:
+    """The decision of a probe that ended, and why it ended; None when it was cut short
+    of a decision (interrupted before k trials, and not settled)."""
+    n = len(trials)
+    if not spec.adaptive:
+        if n < spec.k:
+            return None
+        return decide(spec, trials), Stop(trials=n, planned=spec.k, why="fixed")
+    if n < spec.k:
+        settled = settle(spec, trials)
+        if settled is None:
+            return None
+        return settled, Stop(trials=n, planned=spec.k, why="settled")
+    decision = decide(spec, trials)
+    near = close(spec, decision, _scored(trials)) or ""
+    if near and n < spec.max_k:
+        return decision, Stop(trials=n, planned=spec.k, why="interrupted", near=near)
+    if near and n > spec.k:
+        reason = f"{decision.reason}; still {near} at max_k {spec.max_k}"
+        return _with(decision, reason), Stop(trials=n, planned=spec.k, why="max_k", near=near)
+    if n > spec.k:
+        reason = f"{decision.reason}; {n - spec.k} trials added to k={spec.k}"
+        return _with(decision, reason), Stop(trials=n, planned=spec.k, why="extended")
+    return decision, Stop(trials=n, planned=spec.k, why="max_k" if near else "planned", near=near)
+
+
+def settle(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision | None:
+    """The decision of a probe short of k that no scores of its other trials could
+    change, or None. Cheap when there is none: it runs after every trial."""
+    n = len(trials)
+    rest = spec.k - n
+    errored = sum(trial.error is not None for trial in trials)
+    stopped = f"stopped after {n} of {spec.k} trials"
+    if errored > spec.max_errors or spec.k - errored < spec.min_scored:
+        verdict = decide(spec, trials)  # ERROR, with its own reason
+        if errored <= spec.max_errors:
+            stopped += f": the other {rest} cannot reach min_scored {spec.min_scored}"
+        return _with(verdict, f"{verdict.reason}; {stopped}")
+    scored = [trial for trial in trials if trial.error is None and trial.score is not None]
+    for trial in scored:
+        if trial.violations:
+            names = ", ".join(trial.violations)
+            return Decision(
+                status=Status.FAIL,
+                reason=one_line(
+                    f"violation {names} in trial {trial.index} (seed {trial.seed}); {stopped}"
+                ),
+                stats=measure(spec, trials),
+                checks=(Check(name="violations", ok=False, actual=names, allowed="none"),),
+            )
+    ordered = sorted(trial.score for trial in scored if trial.score is not None)
+    if spec.min_pass_rate is not None:
+        return _pass_rate_settled(spec, trials, scored, ordered, stopped)
+    if len(ordered) < 2 or ordered[-1] - ordered[0] <= spec.flakiness + EPSILON:
+        return None  # every completion within [min, max] keeps the iqr within F
+    if binary_items(scored) is not None:
+        return None  # an item test over items not yet seen has no closed form
+    # Completions the error budget allows: from `fewest` to `rest` of the other trials score.
+    fewest = max(0, rest - (spec.max_errors - errored))
+    tightest = min(least_iqr(ordered, extra) for extra in range(fewest, rest + 1))
+    if tightest <= spec.flakiness * _near(spec, NEAR_IQR[1]) + EPSILON:
+        return None  # some completion is stable, or close enough to F to be extended
+    stats = measure(spec, trials)
+    assert stats.median is not None
+    return Decision(
+        status=Status.QUARANTINE,
+        reason=f"iqr at least {fmt(tightest)} > flakiness {fmt(spec.flakiness)} whatever "
+        f"the other {rest} trials score (median {fmt(stats.median)}, {stopped})",
+        stats=stats,
+        checks=(
+            Check(
+                name="iqr",
+                ok=False,
+                actual=f">= {fmt(tightest)}",
+                allowed=f"<= {fmt(spec.flakiness)}",
+            ),
+        ),
+    )
+
+
+def _pass_rate_settled(
+    spec: EvalSpec,
+    trials: Sequence[TrialRecord],
+    scored: Sequence[TrialRecord],
+    ordered: Sequence[float],
+    stopped: str,
+) -> Decision | None:
+    """A pass-rate gate that every completion fails, or that every completion passes.
+
+    Its lower bound is highest when all the other trials pass and lowest when
+    all fail, and either way the most scoring completion is the extreme one.
+    """
+    assert spec.min_pass_rate is not None
+    rest, bar = spec.k - len(trials), spec.min_pass_rate
+    count, passes = len(scored), sum(bool(trial.passed) for trial in scored)
+    best = wilson_interval(passes + rest, count + rest, spec.confidence)[0]
+    rate = f"pass rate {passes}/{count}: wilson lower bound"
+    # Where max_k leaves room, a completion whose rate clears the bar would be extended.
+    unreached = spec.max_k == spec.k or (passes + rest) / (count + rest) < bar - EPSILON
+    if best < bar - EPSILON and unreached:
+        check = Check(
+            name="wilson lower bound", ok=False, actual=f"<= {fmt(best)}", allowed=f">= {fmt(bar)}"
+        )
+        reason = (
+            f"{rate} at most {fmt(best)} < min_pass_rate {fmt(bar)} even if the other "
+            f"{rest} trials pass ({stopped})"
+        )
+        return Decision(
+            status=Status.FAIL, reason=reason, stats=measure(spec, trials), checks=(check,)
+        )
+    budgets = spec.budgets
+    if any(
+        v is not None for v in (budgets.p95_latency_ms, budgets.mean_tokens, budgets.mean_cost_usd)
+    ):
+        return None  # a trial not run could break a budget
+    worst = wilson_interval(passes, count + rest, spec.confidence)[0]
+    floor = sorted_median([0.0] * rest + list(ordered))
+    if worst < bar - EPSILON or floor < spec.threshold - EPSILON:
+        return None
+    reason = (
+        f"{rate} at least {fmt(worst)} >= min_pass_rate {fmt(bar)} and median at least "
+        f"{fmt(floor)} >= threshold {fmt(spec.threshold)} even if the other {rest} trials "
+        f"fail ({stopped})"
+    )
+    checks = (
+        Check(
+            name="median", ok=True, actual=f">= {fmt(floor)}", allowed=f">= {fmt(spec.threshold)}"
+        ),
+        Check(
+            name="wilson lower bound", ok=True, actual=f">= {fmt(worst)}", allowed=f">= {fmt(bar)}"
+        ),
+    )
+    return Decision(status=Status.PASS, reason=reason, stats=measure(spec, trials), checks=checks)
+
+
+def least_iqr(ordered: Sequence[float], extra: int) -> float:
+    """The least IQR that ``extra`` more scores, anywhere, could give these (ascending).
+
+    The tightest completion puts every new score on one of the observed ones: on
+    a gap between two observed scores the IQR is linear in where the new ones
+    sit (each quartile interpolates between two order statistics), so its
+    minimum is at an end of the gap, and one cluster narrows the middle half
+    more than a split one. ``tests/test_adaptive.py`` checks this against brute
+    force over every placement on a grid.
+    """
+    if extra == 0:
+        return sorted_iqr(ordered)
+    least = math.inf
+    for value in dict.fromkeys(ordered):
+        at = bisect.bisect_left(ordered, value)
+        least = min(least, sorted_iqr([*ordered[:at], *([value] * extra), *ordered[at:]]))
+    return least
+
+
+def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
+    """What the decision on ``scored`` scores is close to, when more trials could tell;
+    None when it is clear."""
+    if decision.status not in (Status.PASS, Status.FAIL, Status.QUARANTINE):
+        return None
+    failed = {check.name for check in decision.checks if not check.ok}
+    if "violations" in failed or "collapse fence" in failed or "regression" in failed:
+        return None
+    if any(name.startswith(("p95 ", "mean ")) for name in failed):
+        return None  # a budget: not a question of noise around a line
+    stats = decision.stats
+    if stats.median is None or stats.iqr is None:
+        return None
+    if spec.min_pass_rate is not None:
+        # Judged on its pass rate alone: the median of pass/fail scores says little.
+        assert stats.pass_rate is not None and stats.wilson_low is not None
+        if stats.wilson_low < spec.min_pass_rate - EPSILON <= stats.pass_rate:
+            return "a pass rate above min_pass_rate with a lower bound below it"
+        return None
+    if stats.item_p is not None:
+        low, high = NEAR_ITEM_P
+        if low <= stats.item_p < high:
+            return f"an item test near its level (p {stats.item_p:.2g})"
+    else:
+        low, high = NEAR_IQR
+        if low * spec.flakiness - EPSILON <= stats.iqr <= high * spec.flakiness + EPSILON:
+            return f"an iqr near flakiness {fmt(spec.flakiness)}"
+    if decision.status is Status.QUARANTINE:
+        return None  # clearly unstable: where its median sits does not matter
+    return _median_near(spec, stats, scored)
+
+
+def _median_near(spec: EvalSpec, stats: Stats, scored: int) -> str | None:
+    assert stats.median is not None and stats.iqr is not None
+    if scored < 2 or stats.iqr <= 0:
+        return None
+    error = _MEDIAN_SE * (stats.iqr / _IQR_PER_SD) / math.sqrt(scored)
+    if abs(stats.median - spec.threshold) < NEAR_MEDIAN_SE * error - EPSILON:
+        return (
+            f"a median within {NEAR_MEDIAN_SE:g} standard errors of threshold {fmt(spec.threshold)}"
+        )
+    return None
+
+
+def _near(spec: EvalSpec, share: float) -> float:
+    """The share of F up to which a decision counts as near the line: none when max_k
+    leaves no room to extend, so that a settled probe is one no completion would extend."""
+    return share if spec.max_k > spec.k else 1.0
+
+
+def _scored(trials: Sequence[TrialRecord]) -> int:
+    return sum(trial.error is None and trial.score is not None for trial in trials)
+
+
+def _with(decision: Decision, reason: str) -> Decision:
+    return decision.model_copy(update={"reason": one_line(reason)})

@@ -1,0 +1,222 @@
+"""Adaptive K (contract §4): exact curtailment, extension near a line, the fixed rule when off."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+from builders import error_trial, make_spec, trial, trials
+
+from firewall import adaptive
+from firewall.adaptive import conclude, least_iqr, settle, wanted
+from firewall.policy import Status, decide
+from firewall.runner.trial import TrialRecord
+
+FLAKY = [0.5, 0.95, 0.55, 0.9]  # four trials far apart: no three more can bring them within F
+
+
+def grid_completions(ordered: list[float], extra: int) -> list[list[float]]:
+    """Every placement of ``extra`` more scores on a grid: the observed scores, the
+    midpoints between them, and both ends of [0, 1]."""
+    points = sorted({0.0, 1.0, *ordered, *((a + b) / 2 for a, b in itertools.pairwise(ordered))})
+    return [list(c) for c in itertools.combinations_with_replacement(points, extra)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_least_iqr_is_what_brute_force_over_every_placement_finds(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(150):
+        ordered = sorted(round(rng.random(), 2) for _ in range(rng.randint(1, 7)))
+        extra = rng.randint(0, 4)
+        brute = min(
+            float(np.subtract(*np.percentile([*ordered, *c], [75, 25])))
+            for c in grid_completions(ordered, extra)
+        )
+        assert least_iqr(ordered, extra) == pytest.approx(brute, abs=1e-12), (ordered, extra)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_settled_probe_has_the_decision_of_every_completion(seed: int) -> None:
+    """Soundness, against brute force: whenever a probe stops short of k, every way the
+    other trials could have scored gives the same status at k, and none of them is close
+    enough to a line to be extended."""
+    rng = random.Random(seed)
+    settled = 0
+    for _ in range(300):
+        k = rng.randint(3, 6)
+        n = rng.randint(1, k - 1)
+        spread = rng.choice([0.01, 0.05, 0.3])
+        pass_rate = rng.random() < 0.3
+        spec = make_spec(
+            k=k,
+            max_k=rng.choice([k, k + 4]),
+            min_pass_rate=0.5 if pass_rate else None,
+            min_scored=min(3, k),
+        )
+        seen = trials(round(0.8 + rng.uniform(-spread, spread), 3) for _ in range(n))
+        decision = settle(spec, seen)
+        if decision is None:
+            continue
+        settled += 1
+        observed = sorted(t.score for t in seen if t.score is not None)
+        for completion in grid_completions(observed, k - n):
+            full = seen + [trial(score, index=n + i) for i, score in enumerate(completion)]
+            assert decide(spec, full).status is decision.status, (spec, observed, completion)
+            assert wanted(spec, full) == k, (spec, observed, completion)
+    assert settled > 20  # the check above ran often enough to mean something
+
+
+def test_a_probe_far_too_wide_to_be_stable_stops_as_soon_as_no_completion_escapes() -> None:
+    spec = make_spec(k=7)
+    assert adaptive.NEAR_IQR[1] * spec.flakiness < 0.175  # and far from the extension's band
+    assert settle(spec, trials(FLAKY[:3])) is None  # three more at 0.9 would close it
+    decision = settle(spec, trials(FLAKY))
+    assert decision is not None and decision.status is Status.QUARANTINE
+    assert decision.reason == (
+        "iqr at least 0.175 > flakiness 0.03 whatever the other 3 trials score "
+        "(median 0.725, stopped after 4 of 7 trials)"
+    )
+    assert wanted(spec, trials(FLAKY)) == 4
+    verdict, stop = conclude(spec, trials(FLAKY)) or (None, None)
+    assert verdict is not None and verdict.status is Status.QUARANTINE
+    assert stop is not None and (stop.trials, stop.planned, stop.why) == (4, 7, "settled")
+
+
+def test_errors_past_max_errors_stop_the_probe_at_once() -> None:
+    spec = make_spec(k=7, max_errors=0)
+    decision = settle(spec, [error_trial("boom")])
+    assert decision is not None and decision.status is Status.ERROR
+    assert decision.reason.startswith("1 of 1 trials errored (max_errors 0)")
+    assert decision.reason.endswith("; stopped after 1 of 7 trials")
+
+
+def test_a_probe_that_cannot_reach_min_scored_stops() -> None:
+    spec = make_spec(k=5, max_errors=4, min_scored=3)
+    assert settle(spec, [error_trial(index=0), error_trial(index=1)]) is None
+    decision = settle(spec, [error_trial(index=i) for i in range(3)])
+    assert decision is not None and decision.status is Status.ERROR
+    assert "the other 2 cannot reach min_scored 3" in decision.reason
+
+
+def test_a_violation_stops_the_probe_with_a_fail() -> None:
+    spec = make_spec(k=7)
+    decision = settle(spec, [trial(0.95, violations=["leaked-pii"])])
+    assert decision is not None and decision.status is Status.FAIL
+    assert decision.reason == (
+        "violation leaked-pii in trial 0 (seed 1000); stopped after 1 of 7 trials"
+    )
+
+
+def test_a_pass_rate_gate_stops_once_settled_either_way() -> None:
+    spec = make_spec(k=20, max_k=20, min_pass_rate=0.5, threshold=0.5)
+    fails = [trial(0.0, index=i, passed=False) for i in range(14)]
+    decision = settle(spec, fails)
+    # 6 more passes would give 6/20, whose lower bound is far below 0.5
+    assert decision is not None and decision.status is Status.FAIL
+    assert "even if the other 6 trials pass" in decision.reason
+    passes = [trial(1.0, index=i, passed=True) for i in range(17)]
+    decision = settle(spec, passes)
+    assert decision is not None and decision.status is Status.PASS, decision
+    assert "even if the other 3 trials fail" in decision.reason
+    assert settle(spec, passes[:10]) is None  # 10/20 could still fail the bar
+
+
+def test_a_budget_keeps_a_pass_rate_gate_from_passing_early() -> None:
+    spec = make_spec(k=20, min_pass_rate=0.5, threshold=0.5, budgets={"mean_tokens": 100})
+    passes = [trial(1.0, index=i, passed=True, metrics={"tokens": 10}) for i in range(17)]
+    assert settle(spec, passes) is None
+
+
+def test_an_item_eval_is_not_curtailed_for_its_spread() -> None:
+    spread = [
+        trial(score, index=i, items={"a": float(score > 0.7), "b": 1.0})
+        for i, score in enumerate([0.5, 1.0, 0.5, 1.0])
+    ]
+    assert settle(make_spec(k=7), spread) is None
+
+
+def test_a_clear_stable_eval_is_decided_in_exactly_k_trials() -> None:
+    spec = make_spec(k=7, threshold=0.8)
+    tight = trials([0.95, 0.951, 0.949, 0.95, 0.952, 0.948, 0.95])
+    for n in range(1, 7):
+        assert wanted(spec, tight[:n]) == 7
+    assert wanted(spec, tight) == 7
+    decision, stop = conclude(spec, tight) or (None, None)
+    assert decision == decide(spec, tight) and stop is not None and stop.why == "planned"
+
+
+def test_an_iqr_near_flakiness_gets_more_trials_a_few_at_a_time_up_to_max_k() -> None:
+    spec = make_spec(k=7, max_k=11, threshold=0.5)
+    near = [0.9, 0.91, 0.915, 0.925, 0.935, 0.94, 0.95]
+    assert decide(spec, trials(near)).stats.iqr == pytest.approx(0.025)  # 0.83 F: near F
+    assert adaptive.step(spec) == 3
+    assert wanted(spec, trials(near)) == 10
+    ten = trials([*near, 0.9, 0.95, 0.9])
+    assert wanted(spec, ten) == 11  # still near at 10: one more, to max_k
+    eleven = trials([*near, 0.9, 0.95, 0.9, 0.95])
+    assert wanted(spec, eleven) == 11
+    decision, stop = conclude(spec, eleven) or (None, None)
+    assert decision is not None and stop is not None
+    assert stop.why == "max_k" and stop.trials == 11 and stop.near.startswith("an iqr near")
+    assert decision.reason.endswith("; still an iqr near flakiness 0.03 at max_k 11")
+
+
+def test_an_extension_that_settles_the_decision_says_how_many_trials_it_added() -> None:
+    spec = make_spec(k=7, max_k=15, threshold=0.5)
+    near = trials([0.9, 0.91, 0.915, 0.925, 0.935, 0.94, 0.95])
+    settled = near + [trial(0.925, index=7 + i) for i in range(3)]
+    assert wanted(spec, settled) == 10
+    decision, stop = conclude(spec, settled) or (None, None)
+    assert decision is not None and stop is not None and stop.why == "extended"
+    assert decision.reason.endswith("; 3 trials added to k=7")
+
+
+def test_a_median_within_two_standard_errors_of_the_threshold_gets_more_trials() -> None:
+    spec = make_spec(k=7, max_k=15, threshold=0.8)
+    near = trials([0.79, 0.8, 0.8, 0.805, 0.81, 0.81, 0.82])
+    assert adaptive.close(spec, decide(spec, near), 7) is not None
+    assert wanted(spec, near) == 10
+    far = trials([0.89, 0.9, 0.9, 0.905, 0.91, 0.91, 0.92])
+    assert wanted(spec, far) == 7
+
+
+def test_a_collapse_is_not_close_to_anything() -> None:
+    spec = make_spec(k=7, max_k=15)
+    collapsed = trials([0.9, 0.9, 0.91, 0.9, 0.9, 0.91, 0.1])
+    assert decide(spec, collapsed).status is Status.QUARANTINE
+    assert wanted(spec, collapsed) == 7
+
+
+@pytest.mark.parametrize("scores", [FLAKY, [0.9] * 7, [0.9, 0.91, 0.92, 0.925, 0.93, 0.94, 0.95]])
+def test_with_adaptive_off_the_rule_is_exactly_the_fixed_k_rule(scores: list[float]) -> None:
+    spec = make_spec(k=7, adaptive=False)
+    seen = trials(scores)
+    assert wanted(spec, seen) == 7
+    if len(seen) < 7:
+        assert conclude(spec, seen) is None  # interrupted, as before
+        return
+    decision, stop = conclude(spec, seen) or (None, None)
+    assert decision == decide(spec, seen) and stop is not None and stop.why == "fixed"
+
+
+def test_a_probe_cut_short_before_it_settled_is_not_decided() -> None:
+    assert conclude(make_spec(k=7), trials([0.9, 0.9, 0.9])) is None
+
+
+def test_trials_that_finish_after_the_probe_settled_keep_it_settled() -> None:
+    spec = make_spec(k=7)
+    late: list[TrialRecord] = [*trials(FLAKY), trial(0.9, index=4)]
+    decision = settle(spec, late)
+    assert decision is not None and decision.status is Status.QUARANTINE
+
+
+def test_a_probe_a_completion_would_extend_is_not_stopped_while_max_k_leaves_room() -> None:
+    # Six trials whose tightest completion has an iqr of 1.2 F: unstable at k = 7 whatever
+    # the seventh scores, but near enough to F that k = 7 would extend it.
+    six = trials([0.85, 0.86, 0.89, 0.9, 0.93, 0.94])
+    assert 0.03 < least_iqr(sorted(t.score or 0 for t in six), 1) <= 1.6 * 0.03
+    assert settle(make_spec(k=7, max_k=15), six) is None
+    settled = settle(make_spec(k=7, max_k=7), six)
+    assert settled is not None and settled.status is Status.QUARANTINE
