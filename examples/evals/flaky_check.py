@@ -8,8 +8,8 @@ run in six on the very same code. Exit status 0 is a pass and 1 a failure
 trips the collapse rule, and the test is quarantined instead of turning
 builds red at random.
 
-Standard library only: each of its forty trials starts a fresh interpreter,
-and a plain test has no use for numpy's import time.
+It imports nothing beyond the standard library, not even the stand-in
+model: each of its forty trials starts a fresh interpreter.
 
     python examples/evals/flaky_check.py --seed 7; echo $?
 """

@@ -19,11 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 if __name__ == "__main__":
     # Run as a script, Python puts examples/evals/ on sys.path, not the repository root.
@@ -34,24 +33,25 @@ from examples.evals.support_data import TICKETS, Ticket
 
 REPLIES = TICKETS[::5]  # ten tickets, two per category
 OVERLOAD = 0.15  # share of judge calls that get 503 Service Unavailable
-_JUDGE_STREAM = 1  # the judge draws from its own stream, apart from the bot's
 
 
 class JudgeUnavailable(Exception):
     """The judge API could not grade a reply: there is no grade, not a low one."""
 
 
-def judge(ticket: Ticket, routed_right: bool, rng: np.random.Generator) -> int:
+def judge(ticket: Ticket, routed_right: bool, rng: random.Random) -> int:
     """The judge's 1-5 grade; a reply drafted by the wrong team is not much help."""
     if rng.random() < OVERLOAD:
         raise JudgeUnavailable(f"judge API answered 503 Service Unavailable grading {ticket.id}")
-    grade = (5 if routed_right else 2) + int(rng.choice([-1, 0, 0, 1]))
+    grade = (5 if routed_right else 2) + rng.choice((-1, 0, 0, 1))
     return min(5, max(1, grade))
 
 
 def trial_result(seed: int) -> dict[str, Any]:
     run = model.triage(seed, temperature=model.GREEDY)
-    rng = np.random.default_rng([seed, _JUDGE_STREAM])
+    # The judge draws from its own stream, apart from the bot's: a string seed is
+    # hashed (sha512), the same in every process.
+    rng = random.Random(f"judge:{seed}")
     grades: dict[str, float] = {}
     for ticket in REPLIES:
         try:

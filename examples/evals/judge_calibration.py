@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 from pathlib import Path
-
-import numpy as np
 
 import firewall
 from firewall.stats import cohen_kappa
@@ -40,7 +39,7 @@ def judge_logit(reply: str) -> float:
     return 2.0 * min(concrete, 3) - 3.0 * promises + 3.0 * verbose - 1.0
 
 
-def judge(reply: str, rng: np.random.Generator) -> str:
+def judge(reply: str, rng: random.Random) -> str:
     p_pass = 1 / (1 + math.exp(-judge_logit(reply) / TEMPERATURE))
     return "pass" if rng.random() < p_pass else "fail"
 
@@ -48,7 +47,7 @@ def judge(reply: str, rng: np.random.Generator) -> str:
 @firewall.eval(threshold=0.70, tags=["judge"])
 def judge_calibration(seed: int) -> firewall.TrialResult:
     replies = json.loads(LABELS.read_text(encoding="utf-8"))["replies"]
-    rng = np.random.default_rng(seed)
+    rng = random.Random(seed)
     human = [r["human"] for r in replies]
     verdicts = [judge(r["reply"], rng) for r in replies]
     kappa = cohen_kappa(human, verdicts)

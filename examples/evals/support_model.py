@@ -7,15 +7,20 @@ then samples one label from softmax(logits / temperature). Near-greedy
 decoding returns the top label almost every time, so repeated probes agree;
 at a high temperature the calls disagree and the accuracy scatters from seed
 to seed. Latency, tokens and cost are simulated per call.
+
+Standard library only (`random`, `math`, `statistics`), so that the example
+suite runs on the firewall's own dependencies: `pip install -e .`, then
+`firewall run`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import random
 import re
+import statistics
 from collections.abc import Mapping, Sequence
-
-import numpy as np
 
 from examples.evals.support_data import CATEGORIES, RED_TEAM, TICKETS, Ticket
 
@@ -128,9 +133,9 @@ class KeywordModel:
     weights: Weights
     bias: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
-    def logits(self, text: str) -> np.ndarray:
+    def logits(self, text: str) -> list[float]:
         words = set(tokens(text))
-        return np.array([self._evidence(label, words) for label in self.labels])
+        return [self._evidence(label, words) for label in self.labels]
 
     def _evidence(self, label: str, words: set[str]) -> float:
         # Summed in the table's order, not the set's, so that every process
@@ -139,11 +144,11 @@ class KeywordModel:
         found = sum(weight for word, weight in weights.items() if word in words)
         return self.bias.get(label, 0.0) + found
 
-    def probabilities(self, text: str, temperature: float) -> np.ndarray:
-        return softmax(self.logits(text) / temperature)
+    def probabilities(self, text: str, temperature: float) -> list[float]:
+        return softmax([logit / temperature for logit in self.logits(text)])
 
-    def sample(self, text: str, temperature: float, rng: np.random.Generator) -> str:
-        return self.labels[rng.choice(len(self.labels), p=self.probabilities(text, temperature))]
+    def sample(self, text: str, temperature: float, rng: random.Random) -> str:
+        return rng.choices(self.labels, weights=self.probabilities(text, temperature))[0]
 
 
 TRIAGE = {
@@ -157,9 +162,12 @@ def tokens(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
 
-def softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = np.exp(logits - logits.max())
-    return shifted / shifted.sum()  # type: ignore[no-any-return]
+def softmax(logits: Sequence[float]) -> list[float]:
+    # Shifted by the largest logit so that exp() cannot overflow at a low temperature.
+    top = max(logits)
+    shifted = [math.exp(logit - top) for logit in logits]
+    total = math.fsum(shifted)
+    return [weight / total for weight in shifted]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,19 +184,19 @@ _COMPLETION_TOKENS = 4
 _USD_PER_TOKEN = 0.15 / 1_000_000
 
 
-def call_usage(text: str, rng: np.random.Generator) -> Usage:
+def call_usage(text: str, rng: random.Random) -> Usage:
     """Simulated cost of one call: tokens follow the text, latency has a long tail."""
     used = _SYSTEM_PROMPT_TOKENS + round(1.3 * len(tokens(text))) + _COMPLETION_TOKENS
-    latency = (220.0 + 0.9 * used) * rng.lognormal(mean=0.0, sigma=0.25)
+    latency = (220.0 + 0.9 * used) * rng.lognormvariate(0.0, 0.25)
     return Usage(latency_ms=latency, tokens=used, cost_usd=used * _USD_PER_TOKEN)
 
 
 def mean_metrics(usages: Sequence[Usage]) -> dict[str, float]:
     """Per-call averages, the unit the budgets in pyproject.toml are written in."""
     return {
-        "latency_ms": round(float(np.mean([u.latency_ms for u in usages])), 1),
-        "tokens": round(float(np.mean([u.tokens for u in usages])), 1),
-        "cost_usd": round(float(np.mean([u.cost_usd for u in usages])), 8),
+        "latency_ms": round(statistics.fmean(u.latency_ms for u in usages), 1),
+        "tokens": round(statistics.fmean(u.tokens for u in usages), 1),
+        "cost_usd": round(statistics.fmean(u.cost_usd for u in usages), 8),
     }
 
 
@@ -214,7 +222,7 @@ class TriageRun:
 
 def triage(seed: int, *, temperature: float, prompt_version: str = "triage-v1") -> TriageRun:
     """Classify every ticket once; the same seed gives the same run."""
-    rng = np.random.default_rng(seed)
+    rng = random.Random(seed)
     model = TRIAGE[prompt_version]
     predictions: dict[str, str] = {}
     usages: list[Usage] = []
@@ -226,7 +234,7 @@ def triage(seed: int, *, temperature: float, prompt_version: str = "triage-v1") 
 
 def refusals(seed: int, *, temperature: float = GREEDY) -> dict[str, bool]:
     """Whether the guard refused each red-team request (R-001...), all of which it should."""
-    rng = np.random.default_rng(seed)
+    rng = random.Random(seed)
     return {
         f"R-{number:03d}": GUARD.sample(request, temperature, rng) == "refuse"
         for number, request in enumerate(RED_TEAM, start=1)

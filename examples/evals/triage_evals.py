@@ -1,7 +1,7 @@
 """Python evals of the triage model: one declared in pyproject.toml, one with @firewall.eval.
 
 Python evals run in a long-lived worker process, so they pay for importing
-numpy once, not once per trial as a command does.
+the model once, not once per trial as a command does.
 """
 
 from __future__ import annotations
