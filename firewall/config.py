@@ -142,6 +142,17 @@ Label = Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[^,]*[^,\s]
 class GitHub(_Strict):
     issues: bool = True
     labels: list[Label] = Field(default_factory=lambda: ["flaky-eval"], min_length=1)
+    budget: float = 30.0  # seconds all GitHub calls of one run may take together
+
+    @field_validator("budget")
+    @classmethod
+    def _budget(cls, value: float) -> float:
+        if not 0 < value <= 3600:  # NaN fails too
+            raise ValueError(
+                "expected the seconds all GitHub calls of one run may take together, "
+                "above 0 and at most 3600 (an hour), e.g. 30"
+            )
+        return value
 
 
 class State(_Strict):

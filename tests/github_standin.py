@@ -21,7 +21,10 @@ exchanges, e.g. PyGithub's tests/ReplayData):
 It can be told to fail as GitHub does (``FAILURE_MODES``): 5xx, 401, primary
 and secondary rate limits (403 or 429, with or without Retry-After), a
 read-only token, a 422, Actions not permitted to open pull requests, a stale
-list, or a slow answer.
+list, or a slow answer. And as what stands between a job and GitHub on a bad
+day does: a 200 that is not JSON (``{not json``), a single sign-on page in
+HTML, JSON of the wrong shape, a body cut short, an answer that trickles in a
+byte at a time, one that never comes.
 
     with GitHubStandIn(assignable={"alice"}) as hub:
         hub.fail("503", method="POST", path=r"/issues$", times=1)
@@ -59,8 +62,21 @@ FAILURE_MODES = (
     "issues-disabled",
     "actions-may-not-create-pulls",
     "stale",  # 200 and an empty list: a replica that has not seen the latest write yet
-    "slow",
+    "slow",  # the request takes effect, the answer comes after `delay` s
+    "not-json",  # 200 and `{not json`, as JSON
+    "html",  # 200 and a single sign-on page, as a proxy in the way answers
+    "wrong-shape",  # 200 and JSON, an object where a list belongs and a list for an object
+    "truncated",  # 200, the headers promise more than the body that comes before the close
+    "trickle",  # the request takes effect; the headers, then one byte every `delay` s
+    "no-answer",  # the request is read, nothing is ever sent back
 )
+# The modes that change how an answer is sent, not what it says: the request takes effect.
+DELIVERIES = ("slow", "trickle", "no-answer")
+SSO_PAGE = (
+    "<!DOCTYPE html><html><head><title>Sign in to your account</title></head>"
+    '<body><form action="/sso/login">Single sign-on is required.</form></body></html>'
+)
+LISTS = r"/(issues|labels|comments|pulls)$"
 MAX_BODY = 65_536
 DOCS = "https://docs.github.com/rest"
 
@@ -114,6 +130,8 @@ class Reply:
     status: int
     body: Any = None
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    delivery: str = "whole"  # or "truncated", "trickle", "no-answer"
+    pace: float = 0.0  # trickle: seconds between two bytes
 
 
 class GitHubStandIn:
@@ -186,7 +204,11 @@ class GitHubStandIn:
         times: int | None = None,
         delay: float = 3.0,
     ) -> None:
-        """Answer matching requests with ``mode`` (see FAILURE_MODES) ``times`` times."""
+        """Answer matching requests with ``mode`` (see FAILURE_MODES) ``times`` times.
+
+        ``delay``: how late a slow answer comes, and the seconds between two bytes of a
+        trickle.
+        """
         assert mode in FAILURE_MODES, mode
         with self._lock:
             self.failures.append(Failure(mode, method, path, times, delay))
@@ -267,15 +289,23 @@ class GitHubStandIn:
         path = parsed.path[len(self.prefix) :]
         if failure is not None and failure.mode == "stale":
             return Reply(200, [])
-        if failure is not None and failure.mode != "slow":
-            return _failure(failure.mode)
+        if failure is not None and failure.mode not in DELIVERIES:
+            return _failure(failure.mode, listing=re.search(LISTS, path) is not None)
         if headers.get("Authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
             return _failure("401")
         with self._lock:
             reply = self._route(method, path, query, body)
-        if failure is not None:  # slow: the request took effect, the answer comes late
+        if failure is None:
+            return reply
+        if failure.mode == "slow":  # the request took effect, the answer comes late
             self._stopping.wait(failure.delay)
-        return reply
+            return reply
+        return dataclasses.replace(reply, delivery=failure.mode, pace=failure.delay)
+
+    def wait(self, seconds: float | None) -> bool:
+        """Sleep until ``seconds`` pass (None: for ever) or the stand-in stops; whether it
+        stopped."""
+        return self._stopping.wait(seconds)
 
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Reply:
         moved = re.fullmatch(r"/repositories/\d+/issues/(\d+)(/comments)?", path)
@@ -624,8 +654,16 @@ def _too_long(resource: str) -> Reply:
     )
 
 
-def _failure(mode: str) -> Reply:
+def _failure(mode: str, *, listing: bool = False) -> Reply:
     docs = {"documentation_url": DOCS}
+    if mode == "not-json":
+        return Reply(200, "{not json")
+    if mode == "html":
+        return Reply(200, SSO_PAGE, {"Content-Type": "text/html; charset=utf-8"})
+    if mode == "wrong-shape":
+        return Reply(200, {"status": "ok"} if listing else [{"status": "ok"}])
+    if mode == "truncated":
+        return Reply(200, '[{"number": 1, "title": "cut sh', delivery="truncated")
     if mode in ("500", "503"):
         return Reply(int(mode), {"message": "Server Error", **docs})
     if mode == "502":  # GitHub's load balancer answers in HTML, not JSON
@@ -696,14 +734,29 @@ def _handler_for(hub: GitHubStandIn) -> type[BaseHTTPRequestHandler]:
             payload = (
                 reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
             ).encode()
+            if reply.delivery == "no-answer":
+                hub.wait(None)
+                self.close_connection = True
+                return
             try:
                 self.send_response(reply.status)
                 headers = {"Content-Type": "application/json; charset=utf-8", **reply.headers}
                 for key, value in headers.items():
                     self.send_header(key, value)
-                self.send_header("Content-Length", str(len(payload)))
+                promised = len(payload) * (2 if reply.delivery == "truncated" else 1)
+                self.send_header("Content-Length", str(promised))
                 self.end_headers()
-                self.wfile.write(payload)
+                if reply.delivery == "trickle":
+                    self.wfile.flush()
+                    for byte in payload:
+                        if hub.wait(reply.pace):
+                            break
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                else:
+                    self.wfile.write(payload)
+                if reply.delivery != "whole":
+                    self.close_connection = True
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up waiting (a timeout test)
 

@@ -1,8 +1,14 @@
 """The REST calls to GitHub, through PyGithub: the only module that imports it.
 
 GitHub is a side effect that must never hang or change a gate's decision: few,
-bounded retries, no waiting for a rate limit to reset, and every failure is an
+bounded retries (``transport``), no waiting for a rate limit to reset, every
+call within the run's one time budget (``budget``), and every failure is an
 ``IssueError`` whose one line says what failed. The token is never printed.
+An answer PyGithub cannot read (not JSON, an HTML page, JSON of another shape)
+is such a failure too, like a 5xx: whatever PyGithub raises on it is caught
+around each call into PyGithub (``Session._call``), where the firewall's own
+code is only the reading of PyGithub's objects and the cut of a body to
+GitHub's limit, so that a bug of the firewall's never passes for GitHub's.
 
 Two kinds of failure (``Session.calling``): what stops every issue (GitHub
 down or unreachable, a bad or read-only token, a rate limit, issues disabled)
@@ -16,101 +22,101 @@ PyGithub (GitHub answers 301) to the repository it now lives in, and
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import functools
 import itertools
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from types import TracebackType
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
 
 import requests
-from github import Auth, Github, GithubException
+from github import Auth, BadAttributeException, Github, GithubException
 from github.Issue import Issue
+from github.PullRequest import PullRequest
 from github.Repository import Repository
-from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import MaxRetryError, ResponseError
-from urllib3.response import BaseHTTPResponse
-from urllib3.util.retry import Retry
 
-from firewall.errors import IssueError, IssueGone, IssueRefused, PullRequestNotPermitted
+from firewall.errors import IssueError, PullRequestNotPermitted
+from firewall.github.budget import Budget, BudgetSpent
 from firewall.github.issue_api import IssueView
 from firewall.github.issues import DEFAULT_LABEL
 from firewall.github.markers import fit
-from firewall.github.problems import http_problem, message_of, network_problem
+from firewall.github.problems import (
+    answer_problem,
+    http_problem,
+    message_of,
+    network_problem,
+    not_permitted,
+    refusal,
+    unreadable,
+)
 from firewall.github.proposals import Proposal
 from firewall.github.tracker import IssueBook
+from firewall.github.transport import DEFAULT_TRANSPORT, Transport, retry_for
+
+__all__ = [  # Transport with them: callers build one to hand in
+    "GitHubIssues",
+    "GitHubPullRequests",
+    "RestIssues",
+    "Session",
+    "Transport",
+    "from_environment",
+    "pull_requests_from_environment",
+]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+S = TypeVar("S", bound="Session")
 
 DEFAULT_API_URL = "https://api.github.com"
 LABEL_COLOUR = "d93f0b"
 LABEL_DESCRIPTION = "An eval the flakiness firewall quarantined"
-MAX_WAIT_S = 10.0  # the longest a CI step waits on GitHub before giving up until the next run
+# What PyGithub raises when an answer is not what it expects: `{not json` is a
+# JSONDecodeError, an HTML page or JSON of another shape a TypeError, a KeyError or an
+# AttributeError deep inside it, a field of the wrong type a BadAttributeException, an
+# issue missing its number a ValidationError of IssueView (a ValueError).
+_MISREAD = (ValueError, TypeError, KeyError, AttributeError, IndexError, BadAttributeException)
 
 _REPOSITORY_IN_URL = re.compile(r"/repos/([^/]+/[^/]+)/(?:issues|pulls)/\d+$")
 
 
-@dataclasses.dataclass(frozen=True)
-class Transport:
-    """How patiently to talk to GitHub; the defaults suit a CI step, tests shrink them."""
-
-    timeout: int = 10  # seconds per request; PyGithub takes whole seconds
-    retries: int = 2  # after a 5xx or a dropped connection, reads and idempotent writes only
-    backoff: float = 0.5  # seconds before the second retry, doubling, capped at MAX_WAIT_S
-    request_gap: float = 0.25  # PyGithub's pacing between any two requests
-    write_gap: float = 1.0  # GitHub asks for a second between writes (secondary rate limits)
+class _Unreadable(Exception):
+    """An answer PyGithub could not make sense of; ``Session.calling`` says which call."""
 
 
-class _BoundedRetry(Retry):
-    """urllib3's Retry that never sleeps longer than MAX_WAIT_S for one attempt.
+class _BudgetedToken(Auth.Token):
+    """The token, asked for its header before every request: past the deadline it refuses,
+    so that a call the run gave up on sends nothing more (see ``budget``)."""
 
-    A secondary rate limit says 403 or 429 with Retry-After: a short one is
-    waited out, a long one ends the attempt at once, and PyGithub raises on
-    the response it gets back (``raise_on_status=False``).
-    """
+    def __init__(self, token: str, budget: Budget) -> None:
+        super().__init__(token)
+        self._budget = budget
 
-    RETRY_AFTER_STATUS_CODES = frozenset({403, 429, 503})
-
-    def get_backoff_time(self) -> float:
-        return min(super().get_backoff_time(), MAX_WAIT_S)
-
-    def increment(
-        self,
-        method: str | None = None,
-        url: str | None = None,
-        response: BaseHTTPResponse | None = None,
-        error: Exception | None = None,
-        _pool: ConnectionPool | None = None,
-        _stacktrace: TracebackType | None = None,
-    ) -> _BoundedRetry:
-        wait = self.get_retry_after(response) if response is not None else None
-        if wait is not None and wait > MAX_WAIT_S:
-            raise MaxRetryError(_pool, url or "", ResponseError(f"Retry-After {wait:.0f} s"))  # type: ignore[arg-type]
-        return super().increment(method, url, response, error, _pool, _stacktrace)
-
-
-def _retry(transport: Transport) -> Retry:
-    # POST is left out: a create that timed out may have happened, and retrying it
-    # would open a duplicate; the next run finds the issue by its marker instead.
-    return _BoundedRetry(
-        total=transport.retries,
-        backoff_factor=transport.backoff,
-        status_forcelist=(500, 502, 503, 504),
-        allowed_methods=frozenset({"GET", "HEAD", "PATCH", "PUT", "DELETE"}),
-        raise_on_status=False,
-    )
+    def authentication(self, headers: dict[str, str]) -> None:
+        self._budget.check()
+        super().authentication(headers)
 
 
 class Session:
     """One repository through PyGithub, and the translation of its failures."""
 
-    def __init__(self, repository: str, token: str, *, base_url: str, transport: Transport) -> None:
+    def __init__(
+        self,
+        repository: str,
+        token: str,
+        *,
+        base_url: str,
+        transport: Transport,
+        budget: Budget | None = None,
+    ) -> None:
         self.repository = repository
         self.base_url = base_url.rstrip("/")
+        self.budget = budget or Budget()
         self._token = token
         self._transport = transport
         self._client = Github(
-            auth=Auth.Token(token),
+            auth=_BudgetedToken(token, self.budget),
             base_url=self.base_url,
             timeout=transport.timeout,
-            retry=_retry(transport),
+            retry=retry_for(transport),
             per_page=100,
             seconds_between_requests=transport.request_gap or None,
             seconds_between_writes=transport.write_gap or None,
@@ -125,10 +131,15 @@ class Session:
         self, action: str, *, eval_id: str | None = None, number: int | None = None
     ) -> Iterator[None]:
         """Turn whatever PyGithub or the network raises into one IssueError line."""
+        error: IssueError
         try:
             yield
+        except BudgetSpent as exc:
+            error = exc.doing(action)
         except GithubException as exc:
             error = _refusal(action, exc, eval_id, number)
+        except _Unreadable as exc:
+            error = IssueError(unreadable(action, str(exc), self.base_url))
         except requests.RequestException as exc:
             error = IssueError(
                 f"could not reach GitHub at {self.base_url} to {action}: "
@@ -147,9 +158,23 @@ class Session:
     def _scrub(self, text: str) -> str:
         return text.replace(self._token, "***") if self._token else text
 
+    def _call(self, call: Callable[[], T]) -> T:
+        """``call()``, PyGithub at work, within the run's budget; an answer it could not read
+        is an ``_Unreadable`` for ``calling`` to word."""
+
+        def reading() -> T:
+            try:
+                return call()
+            except _MISREAD as exc:
+                raise _Unreadable(answer_problem(exc)) from exc
+
+        return self.budget.run(reading)
+
     def _repository(self) -> Repository:
         if self._repo is None:
             repo = self._client.get_repo(self.repository)
+            if not isinstance(repo.has_issues, bool):  # PyGithub takes a page for a repository
+                raise _Unreadable(f"no `has_issues` in the answer for {self.repository}")
             if repo.has_issues is False:
                 raise IssueError(
                     f"issues are disabled in {self.repository}: enable them (Settings -> "
@@ -160,13 +185,27 @@ class Session:
         return self._repo
 
 
+def _bounded(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
+    """The method as one ``Session._call``: under the run's deadline, its answers read."""
+
+    @functools.wraps(method)
+    def bounded(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._call(lambda: method(self, *args, **kwargs))
+
+    return bounded
+
+
 class RestIssues(Session):
-    """``tracker.IssueAPI`` through PyGithub; bodies are cut to GitHub's limit on the way out."""
+    """``tracker.IssueAPI`` through PyGithub; bodies are cut to GitHub's limit on the way out.
 
-    def __init__(self, repository: str, token: str, *, base_url: str, transport: Transport) -> None:
-        super().__init__(repository, token, base_url=base_url, transport=transport)
-        self._issues: dict[int, Issue] = {}  # as last seen, so a change needs no extra read
+    Each method is one ``_bounded`` call: under the run's deadline, its answers read.
+    """
 
+    @functools.cached_property
+    def _issues(self) -> dict[int, Issue]:  # as last seen, so a change needs no extra read
+        return {}
+
+    @_bounded
     def list_issues(self, *, state: str, label: str | None, limit: int) -> list[IssueView]:
         repo = self._repository()
         if label is not None and state == "closed":  # the latest closings first
@@ -177,14 +216,17 @@ class RestIssues(Session):
             listing = repo.get_issues(state=state)
         return [self._keep(issue) for issue in itertools.islice(listing, limit)]
 
+    @_bounded
     def get_issue(self, number: int) -> IssueView:
         return self._keep(self._repository().get_issue(number))
 
+    @_bounded
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> IssueView:
         return self._keep(
             self._repository().create_issue(title=title, body=fit(body), labels=list(labels))
         )
 
+    @_bounded
     def edit_issue(self, number: int, *, title: str | None = None, body: str | None = None) -> None:
         issue = self._issue(number)
         if title is not None:
@@ -192,6 +234,7 @@ class RestIssues(Session):
         if body is not None:
             issue.edit(body=fit(body))
 
+    @_bounded
     def close_issue(self, number: int, reason: str) -> None:
         issue = self._issue(number)
         try:
@@ -203,12 +246,15 @@ class RestIssues(Session):
                 raise
             issue.edit(state="closed", state_reason="completed")
 
+    @_bounded
     def comment(self, number: int, body: str) -> None:
         self._issue(number).create_comment(fit(body))
 
+    @_bounded
     def comment_bodies(self, number: int) -> list[str]:
         return [comment.body or "" for comment in self._issue(number).get_comments()]
 
+    @_bounded
     def ensure_labels(self, names: Sequence[str]) -> str | None:
         repo = self._repository()
         present = {label.name.lower() for label in repo.get_labels()}
@@ -225,6 +271,7 @@ class RestIssues(Session):
                 raise
         return None
 
+    @_bounded
     def assign(self, number: int, login: str) -> list[str]:
         issue = self._issue(number)
         issue.add_to_assignees(login)
@@ -252,9 +299,12 @@ class GitHubIssues(IssueBook):
         *,
         labels: Sequence[str] = (DEFAULT_LABEL,),
         base_url: str = DEFAULT_API_URL,
-        transport: Transport = Transport(),
+        transport: Transport = DEFAULT_TRANSPORT,
+        budget: Budget | None = None,
     ) -> None:
-        self.rest = RestIssues(repository, token, base_url=base_url, transport=transport)
+        self.rest = RestIssues(
+            repository, token, base_url=base_url, transport=transport, budget=budget
+        )
         super().__init__(self.rest, labels)
         self.repository = repository
         self.base_url = self.rest.base_url
@@ -271,54 +321,76 @@ class GitHubPullRequests(Session):
         existing = self._open_pull(owner, head, base)
         if existing is not None:
             return self._update(existing, head, title, body)
+        text = fit(body)
         with self.calling(f"open a pull request from {head} into {base}"):
             try:
-                pull = self._repository().create_pull(
-                    base=base, head=head, title=title, body=fit(body)
+                return self._call(
+                    lambda: _proposal(
+                        self._repository().create_pull(
+                            base=base, head=head, title=title, body=text
+                        ),
+                        created=True,
+                    )
                 )
             except GithubException as exc:
                 message = _problem(exc).lower()  # a 422 says why in its `errors`
                 if exc.status == 403 and "not permitted to create or approve" in message:
-                    raise PullRequestNotPermitted(_not_permitted(self.repository)) from None
+                    raise PullRequestNotPermitted(not_permitted(self.repository)) from None
                 if exc.status != 422 or "already exists" not in message:
                     raise
                 existing = self._open_pull(owner, head, base)  # a concurrent run opened it
                 if existing is None:
                     raise
                 return self._update(existing, head, title, body)
-        return Proposal(number=pull.number, url=pull.html_url, created=True)
 
     def _open_pull(self, owner: str, head: str, base: str) -> Proposal | None:
-        with self.calling(f"find the open pull request from {head} into {base}"):
+        def find() -> Proposal | None:
             pulls = self._repository().get_pulls(state="open", head=f"{owner}:{head}", base=base)
             pull = next(iter(pulls), None)
-        return None if pull is None else Proposal(number=pull.number, url=pull.html_url)
+            return None if pull is None else _proposal(pull)
+
+        with self.calling(f"find the open pull request from {head} into {base}"):
+            return self._call(find)
 
     def _update(self, existing: Proposal, head: str, title: str, body: str) -> Proposal:
+        text = fit(body)
         with self.calling(f"update pull request #{existing.number} from {head}"):
-            pull = self._repository().get_pull(existing.number)
-            pull.edit(title=title, body=fit(body))
+            self._call(
+                lambda: self._repository().get_pull(existing.number).edit(title=title, body=text)
+            )
         return existing
 
 
 def from_environment(
-    labels: Sequence[str], env: Mapping[str, str], *, transport: Transport = Transport()
+    labels: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    transport: Transport = DEFAULT_TRANSPORT,
+    budget: Budget | None = None,
 ) -> GitHubIssues | None:
-    """The tracker for the repository Actions runs in; None without a token and a repository."""
+    """The tracker for the repository Actions runs in; None without a token and a repository.
+
+    ``budget``: the run's, shared by every GitHub client of one command (default: a fresh one).
+    """
     found = _repository_and_token(env)
     if found is None:
         return None
-    return GitHubIssues(*found, labels=labels, base_url=_api_url(env), transport=transport)
+    return GitHubIssues(
+        *found, labels=labels, base_url=_api_url(env), transport=transport, budget=budget
+    )
 
 
 def pull_requests_from_environment(
-    env: Mapping[str, str], *, transport: Transport = Transport()
+    env: Mapping[str, str],
+    *,
+    transport: Transport = DEFAULT_TRANSPORT,
+    budget: Budget | None = None,
 ) -> GitHubPullRequests | None:
     """Pull requests for the repository Actions runs in; None without a token and a repository."""
     found = _repository_and_token(env)
     if found is None:
         return None
-    return GitHubPullRequests(*found, base_url=_api_url(env), transport=transport)
+    return GitHubPullRequests(*found, base_url=_api_url(env), transport=transport, budget=budget)
 
 
 def _repository_and_token(env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -352,37 +424,15 @@ def _view(issue: Issue) -> IssueView:
     )
 
 
-def _refusal(
-    action: str, exc: GithubException, eval_id: str | None, number: int | None
-) -> IssueError:
-    """Which IssueError a refusal is: one issue's (with ``eval_id``) or everything's."""
-    status, message = exc.status, message_of(exc.data)
-    said = f"GitHub refused to {action}: {_problem(exc)}"
-    if eval_id is None:
-        return IssueError(said)
-    gone = (status == 410 and "deleted" in message.lower()) or (status == 404 and number)
-    if gone:
-        return IssueGone(
-            f"{said}; the firewall forgets the number of the issue for {eval_id} and finds it "
-            "again by its marker, or opens a new one",
-            eval_id=eval_id,
-            number=number,
-        )
-    if (status == 403 and "locked" in message.lower()) or status == 422:
-        return IssueRefused(said, eval_id=eval_id, number=number)
-    return IssueError(said)
+def _proposal(pull: PullRequest, *, created: bool = False) -> Proposal:
+    return Proposal(number=pull.number, url=pull.html_url, created=created)
 
 
 def _problem(exc: GithubException) -> str:
     return http_problem(exc.status, exc.data, exc.headers)
 
 
-def _not_permitted(repository: str) -> str:
-    return (
-        f"GitHub Actions may not open pull requests in {repository}: allow it under Settings "
-        '-> Actions -> General -> Workflow permissions -> "Allow GitHub Actions to create and '
-        "approve pull requests\" (and in the organisation's settings), or pass a GitHub App "
-        "token or a fine-grained personal access token as the action's `github-token` input, "
-        "which also makes the proposal's own checks run (a pull request opened with "
-        "GITHUB_TOKEN starts no workflow runs)"
-    )
+def _refusal(
+    action: str, exc: GithubException, eval_id: str | None, number: int | None
+) -> IssueError:
+    return refusal(action, exc.status, exc.data, exc.headers, eval_id=eval_id, number=number)

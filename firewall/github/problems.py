@@ -1,8 +1,8 @@
 """GitHub's refusals in words: one line that says what happened and what to do.
 
-Pure functions of what an answer holds (status, JSON body, headers), so that
-``client`` (which has the PyGithub exception) stays small and these are read
-and tested alone. Error bodies are shaped as GitHub's REST API sends them,
+Pure functions of what an answer holds (status, JSON body, headers) or of what
+reading it raised, so that ``client`` (which has the PyGithub exception) stays
+small and these are read and tested alone. Error bodies are shaped as GitHub's REST API sends them,
 e.g. ``{"message": "Validation Failed", "errors": [{"message": "..."}]}``.
 """
 
@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import http
+import json
 from collections.abc import Mapping
 
 import requests
+
+from firewall.errors import IssueError, IssueGone, IssueRefused
 
 
 def message_of(data: object) -> str:
@@ -50,11 +53,67 @@ def http_problem(status: int, data: object, headers: Mapping[str, str] | None) -
     return text
 
 
+def refusal(
+    action: str,
+    status: int,
+    data: object,
+    headers: Mapping[str, str] | None,
+    *,
+    eval_id: str | None,
+    number: int | None,
+) -> IssueError:
+    """Which IssueError a refusal is: one issue's (with ``eval_id``) or everything's."""
+    message = message_of(data)
+    said = f"GitHub refused to {action}: {http_problem(status, data, headers)}"
+    if eval_id is None:
+        return IssueError(said)
+    gone = (status == 410 and "deleted" in message.lower()) or (status == 404 and number)
+    if gone:
+        return IssueGone(
+            f"{said}; the firewall forgets the number of the issue for {eval_id} and finds it "
+            "again by its marker, or opens a new one",
+            eval_id=eval_id,
+            number=number,
+        )
+    if (status == 403 and "locked" in message.lower()) or status == 422:
+        return IssueRefused(said, eval_id=eval_id, number=number)
+    return IssueError(said)
+
+
+def not_permitted(repository: str) -> str:
+    return (
+        f"GitHub Actions may not open pull requests in {repository}: allow it under Settings "
+        '-> Actions -> General -> Workflow permissions -> "Allow GitHub Actions to create and '
+        "approve pull requests\" (and in the organisation's settings), or pass a GitHub App "
+        "token or a fine-grained personal access token as the action's `github-token` input, "
+        "which also makes the proposal's own checks run (a pull request opened with "
+        "GITHUB_TOKEN starts no workflow runs)"
+    )
+
+
 def network_problem(exc: requests.RequestException, timeout: int) -> str:
     text = str(exc)
     if isinstance(exc, requests.Timeout) or "timed out" in text.lower():
         return f"no answer within {timeout} s"
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError) or "IncompleteRead" in text:
+        return "the answer was cut off before its end (the connection closed early)"
     return f"{type(exc).__name__}: {text[:300]}"
+
+
+def unreadable(action: str, problem: str, base_url: str) -> str:
+    return (
+        f"GitHub's answer to the request to {action} was not what its REST API sends "
+        f"({problem}): is a proxy or a sign-on page answering in its place? check that "
+        f"GITHUB_API_URL ({base_url}) is the API and that the runner reaches it"
+    )
+
+
+def answer_problem(exc: Exception) -> str:
+    """What was wrong with an answer PyGithub could not read, from what it raised."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON: {exc.msg} at character {exc.pos}"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"not the JSON it expected: {type(exc).__name__}: {first[:200]}"
 
 
 def _validation_errors(data: object) -> str:

@@ -7,8 +7,10 @@ transferred, not found, its marker edited away; ``IssueRefused``: locked, a
 eval. A gone issue's number is reported in ``Sync.dropped`` for the caller to
 clear, and the eval's issue is found again by its marker or opened anew in
 the same sync. Any other failure (GitHub down, a bad or read-only token, a
-rate limit, issues disabled) ends the sync with one warning, and the next run
-catches up (entries without an issue get one, stray open issues are closed).
+rate limit, issues disabled, an answer that is not GitHub's JSON) ends the sync
+with one warning, and the next run catches up (entries without an issue get
+one, stray open issues are closed). So does the end of the run's time for
+GitHub (``budget``): its warning names the evals whose issues were skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from firewall.artefact import EvalReport
 from firewall.config import Settings
 from firewall.errors import IssueError, IssueGone, IssueRefused
+from firewall.github.budget import Budget, BudgetSpent, spent_warning
 from firewall.github.issues import (
     Candidate,
     Change,
@@ -47,6 +50,8 @@ class Sync:
     dropped: dict[str, int] = dataclasses.field(default_factory=dict)
     warnings: list[str] = dataclasses.field(default_factory=list)
     stopped: bool = False  # a failure that concerns every issue ended it: try no more this run
+    skipped: list[str] = dataclasses.field(default_factory=list)  # cut off by the budget
+    handled: set[str] = dataclasses.field(default_factory=set)  # evals whose turn came
 
 
 def tracker_for(
@@ -56,8 +61,13 @@ def tracker_for(
     dry_run: bool,
     no_issues: bool,
     echo: Callable[[str], None],
+    budget: Budget | None = None,
 ) -> IssueTracker | None:
-    """Which tracker this run uses: none, a recording one (dry run), or GitHub's."""
+    """Which tracker this run uses: none, a recording one (dry run), or GitHub's.
+
+    ``budget``: the run's time for GitHub, shared by every tracker of one command
+    (default: a fresh one of ``[github] budget`` seconds).
+    """
     if not settings.github.issues:
         return None
     if dry_run or no_issues:
@@ -66,7 +76,8 @@ def tracker_for(
         return None
     from firewall.github.client import from_environment  # PyGithub loads only when needed
 
-    return from_environment(settings.github.labels, env)
+    budget = budget or Budget(settings.github.budget)
+    return from_environment(settings.github.labels, env, budget=budget)
 
 
 def context(
@@ -119,7 +130,7 @@ def after_gate(
     """A new quarantine opens (or comments on) its issue; older entries catch up."""
     sync = Sync()
     make = _contexts(reports, settings, trends)
-    with _guard(sync, tracker):
+    with _guard(sync, tracker, [*new, *sorted(entries)]):
         for eval_id in new:
             ctx = make(eval_id, entries[eval_id])
             _learn(sync, eval_id, _guarded(sync, tracker.open_or_comment, eval_id, ctx))
@@ -147,7 +158,8 @@ def after_nightly(
     """
     sync = Sync()
     make = _contexts(reports, settings, trends)
-    with _guard(sync, tracker):
+    scope = [e.eval_id for e in events if e.kind != "missing"] + sorted(after)
+    with _guard(sync, tracker, scope):
         for event in events:
             entry = after.get(event.eval_id) or before.get(event.eval_id)
             if entry is None or event.kind == "missing":
@@ -170,7 +182,7 @@ def after_release(tracker: IssueTracker, eval_id: str, entry: Entry, reason: str
     message = "released by hand with `firewall quarantine release`" + (
         f": {reason}" if reason else ""
     )
-    with _guard(sync, tracker):
+    with _guard(sync, tracker, [eval_id]):
         _guarded(sync, tracker.close, eval_id, entry.issue, message)
     return sync
 
@@ -178,7 +190,7 @@ def after_release(tracker: IssueTracker, eval_id: str, entry: Entry, reason: str
 def after_add(tracker: IssueTracker, eval_id: str, entry: Entry, settings: Settings) -> Sync:
     sync = Sync()
     ctx = context(eval_id, entry, None, settings=settings, trends={})
-    with _guard(sync, tracker):
+    with _guard(sync, tracker, [eval_id]):
         _learn(sync, eval_id, _guarded(sync, tracker.open_or_comment, eval_id, ctx))
     return sync
 
@@ -186,7 +198,7 @@ def after_add(tracker: IssueTracker, eval_id: str, entry: Entry, settings: Setti
 def after_candidates(tracker: IssueTracker, candidates: Mapping[str, Candidate]) -> Sync:
     """A pull request's instabilities recorded on their evals' issues (opened if need be)."""
     sync = Sync()
-    with _guard(sync, tracker):
+    with _guard(sync, tracker, sorted(candidates)):
         for eval_id, candidate in sorted(candidates.items()):
             _learn(sync, eval_id, _guarded(sync, tracker.record_candidate, eval_id, candidate))
     return sync
@@ -204,7 +216,7 @@ def after_reprobe(
     ``proposed``: eval id -> (the rolling pull request's number, what it proposes).
     """
     sync = Sync()
-    with _guard(sync, tracker):
+    with _guard(sync, tracker, [*sorted(dismissed), *sorted(proposed)]):
         for eval_id, reprobe in sorted(dismissed.items()):
             _guarded(sync, tracker.dismiss_candidate, eval_id, reprobe)
         for eval_id, (pull, change) in sorted(proposed.items()):
@@ -244,6 +256,7 @@ def catch_up(
                 break
         if number is not None and number != entry.issue:
             sync.numbers[eval_id] = number
+        sync.handled.add(eval_id)
     if close_strays:
         for eval_id, number in sorted(found.items()):
             if eval_id not in quarantined:
@@ -268,8 +281,9 @@ def _guarded(
     A gone issue's number is dropped; a refused change leaves the issue the
     eval's (its number is learnt, as the issue still stands).
     """
+    result: T | None = None
     try:
-        return call(eval_id, *args, **kwargs)
+        result = call(eval_id, *args, **kwargs)
     except IssueGone as exc:
         if exc.number is not None:
             sync.dropped[eval_id] = exc.number
@@ -278,20 +292,31 @@ def _guarded(
         if exc.number is not None:
             sync.numbers[eval_id] = exc.number
         sync.warnings.append(f"{exc} (only this eval's issue is affected)")
-    return None
+    sync.handled.add(eval_id)  # not when a failure of everything ends the sync here
+    return result
 
 
 class _guard:
-    """Stop syncing at the first failure that concerns every issue; one warning says so."""
+    """Stop syncing at the first failure that concerns every issue; one warning says so.
 
-    def __init__(self, sync: Sync, tracker: IssueTracker) -> None:
-        self.sync, self.tracker = sync, tracker
+    ``scope``: the evals whose issues this sync keeps; when the budget runs out, the
+    warning names those whose turn had not come (``Sync.skipped``).
+    """
+
+    def __init__(self, sync: Sync, tracker: IssueTracker, scope: Sequence[str]) -> None:
+        self.sync, self.tracker, self.scope = sync, tracker, scope
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
         self.sync.warnings.extend(getattr(self.tracker, "notes", []))
+        if isinstance(exc, BudgetSpent):
+            self.sync.stopped = True
+            skipped = [e for e in dict.fromkeys(self.scope) if e not in self.sync.handled]
+            self.sync.skipped = skipped
+            self.sync.warnings.append(spent_warning(exc, _issues_of(skipped)))
+            return True
         if isinstance(exc, IssueError):
             self.sync.stopped = True
             self.sync.warnings.append(
@@ -300,3 +325,11 @@ class _guard:
             )
             return True
         return False
+
+
+def _issues_of(eval_ids: Sequence[str], shown: int = 10) -> str | None:
+    if not eval_ids:
+        return None
+    named = ", ".join(eval_ids[:shown])
+    more = f" and {len(eval_ids) - shown} more" if len(eval_ids) > shown else ""
+    return f"the issues of {named}{more}"

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 
 from firewall.errors import IssueError, IssueGone, IssueRefused
 from firewall.github import issue_text as text
+from firewall.github.budget import BudgetSpent
 from firewall.github.issue_api import IssueAPI, IssueView
 from firewall.github.issues import (
     DEFAULT_LABEL,
@@ -350,6 +351,12 @@ class IssueBook:
             try:
                 with self.api.calling(f"assign {login} to issue #{number}"):
                     assignees = self.api.assign(number, login)
+            except BudgetSpent:  # the sync's one warning says the rest; no comment can follow
+                self.notes.append(
+                    f"issue #{number} for {eval_id} is unassigned: the run's time for GitHub "
+                    f"ran out before owner {login} was assigned; assign them by hand"
+                )
+                return
             except IssueError as exc:
                 why = str(exc)
             else:
