@@ -11,8 +11,11 @@ CI never reads a crash of the tool as a failing eval.
     ├── DiscoveryError            an eval module that cannot be imported or scanned
     ├── RegistryError             quarantine.json that cannot be read or written
     ├── ArtefactError             a report or probe part that cannot be read
+    ├── WriteError                a file that cannot be written (a full disk, a read-only
+    │                             directory); also an OSError, the one it explains
     ├── HistoryWriteError         the history file cannot be appended to (a full disk)
-    ├── LockError                 a file another firewall process holds too long
+    ├── LockError                 a file another firewall process holds too long, or
+    │                             whose lock file cannot be made
     ├── IssueError                GitHub unreachable or refusing; never leaves the pipeline
     │   │                         (the two below cost one eval only, the sync goes on)
     │   ├── IssueGone             an eval's issue deleted, moved, not found, unmarked
@@ -68,6 +71,16 @@ class ArtefactError(FirewallError):
     """A report or probe part is missing or malformed."""
 
 
+class WriteError(FirewallError, OSError):
+    """A file the firewall writes could not be written; the message names it and says what
+    to do. It is the ``OSError`` it explains too, so that code that copes with the OS's
+    errors (a job summary that cannot be written is a warning) copes with it unchanged."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class HistoryWriteError(FirewallError):
     """A run's rows could not be appended to the history file, which names ``path``."""
 
@@ -77,7 +90,7 @@ class HistoryWriteError(FirewallError):
 
 
 class LockError(FirewallError):
-    """Another process held a file's lock past the timeout."""
+    """Another process held a file's lock past the timeout, or its lock file cannot be made."""
 
 
 class IssueError(FirewallError):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from firewall.artefact import Artefact
+from firewall.store.atomic import append_whole
 
 
 def outputs_for(artefact: Artefact, report_path: Path | str) -> dict[str, str]:
@@ -54,11 +55,15 @@ def key_value_message(
 def write_outputs(
     path: Path, values: Mapping[str, str], *, delimiters: Callable[[], str] | None = None
 ) -> None:
-    """Append ``values`` to the ``$GITHUB_OUTPUT`` file at ``path``."""
+    """Append ``values`` to the ``$GITHUB_OUTPUT`` file at ``path``: every output, or none.
+
+    The runner fails the step on a heredoc cut before its closing delimiter, so
+    the block goes in one write that is cut back if it fails part-way; the
+    ``WriteError`` names the file.
+    """
     # Build every message first: a bad name or value then writes nothing at all.
     made = {} if delimiters is None else {"delimiters": delimiters}
     text = "".join(key_value_message(name, value, **made) for name, value in values.items())
-    # newline="" keeps the LFs as written: the runner splits on LF, and on
-    # Windows a translated CRLF would also change the values themselves.
-    with path.open("a", encoding="utf-8", newline="") as stream:
-        stream.write(text)
+    # Bytes as written: the runner splits on LF, and on Windows a translated CRLF
+    # would also change the values themselves.
+    append_whole(path, text.encode("utf-8"), what="step outputs")

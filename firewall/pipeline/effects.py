@@ -24,6 +24,7 @@ from firewall.policy import Status
 
 if TYPE_CHECKING:
     from firewall.artefact import Artefact
+    from firewall.github.budget import Budget
     from firewall.github.issues import Candidate, Change, IssueTracker, ProbeNumbers
     from firewall.github.sync import Sync
     from firewall.pipeline.context import Context
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 def publish_run(ctx: Context, result: RunResult, *, issues: bool) -> None:
     """After `run` and `gate`: issues of new quarantines, then warnings and the Actions files."""
-    problems = _sync_after_gate(ctx, result, issues=issues)
+    problems = [*result.problems, *_sync_after_gate(ctx, result, issues=issues)]
     announce(ctx, result.artefact, None if result.dry_run else result.report_path, problems)
 
 
@@ -52,7 +53,7 @@ def publish_nightly(
     merged; then the next nightly closes it as a stray. Candidates the default
     branch did not reproduce are dismissed, their issues closed with the numbers.
     """
-    problems: list[str] = []
+    problems = list(result.problems)  # what the record step could not write, first
     tracker = _tracker(ctx, problems, dry_run=result.dry_run, issues=issues)
     if tracker is not None and result.artefact.run.complete:
         from firewall.github import sync
@@ -217,23 +218,52 @@ def _tracker(
     wanted = dry_run or not issues or (env.get("GITHUB_TOKEN") and env.get("GITHUB_REPOSITORY"))
     if not ctx.settings.github.issues or not wanted:
         return None
+    budget = github_budget(ctx)
+    if budget.spent:  # its one warning said so: the rest of the command's GitHub work waits
+        return None
     from firewall.errors import IssueError
     from firewall.github import sync
 
     try:
         return sync.tracker_for(
-            ctx.settings, env, dry_run=dry_run, no_issues=not issues, echo=output.note
+            ctx.settings,
+            env,
+            dry_run=dry_run,
+            no_issues=not issues,
+            echo=output.note,
+            budget=budget,
         )
     except IssueError as exc:
         problems.append(f"{exc}; no issue was opened or updated")
         return None
 
 
+def github_budget(ctx: Context) -> Budget:
+    """The command's one time budget for GitHub (``[github] budget``), that every GitHub
+    call of it shares, whichever tracker or pull-request client makes it."""
+    from firewall.github.budget import Budget
+
+    # Kept on the context, where its cached properties live: one budget per command.
+    held = vars(ctx).get("_github_budget")
+    if not isinstance(held, Budget):
+        held = vars(ctx)["_github_budget"] = Budget(ctx.settings.github.budget)
+    return held
+
+
 def _finish(ctx: Context, result: Sync, *, dry_run: bool) -> list[str]:
     """Keep the issue numbers learnt (and forget the gone ones); the warnings to report."""
+    warnings = list(result.warnings)
     if not dry_run and (result.numbers or result.dropped):
-        ctx.remember_issues(result.numbers, result.dropped)
-    return list(result.warnings)
+        from firewall.errors import LockError, RegistryError, WriteError
+
+        try:
+            ctx.remember_issues(result.numbers, result.dropped)
+        except (RegistryError, LockError, WriteError) as exc:
+            warnings.append(
+                f"{exc}; the issue numbers learnt were not kept: the next run finds "
+                "the issues again by their marker"
+            )
+    return warnings
 
 
 def open_candidates(ctx: Context, *, issues: bool) -> dict[str, Candidate]:
@@ -243,9 +273,12 @@ def open_candidates(ctx: Context, *, issues: bool) -> dict[str, Candidate]:
     found: dict[str, Candidate] = {}
     if tracker is not None:
         from firewall.errors import IssueError
+        from firewall.github.budget import BudgetSpent, spent_warning
 
         try:
             found = tracker.candidates()
+        except BudgetSpent as exc:
+            problems.append(spent_warning(exc, "tonight's candidates, and the issues' updates"))
         except IssueError as exc:
             problems.append(f"{exc}; tonight's candidates wait for the next night")
     report_problems(ctx, problems)

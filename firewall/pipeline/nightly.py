@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from firewall.artefact import Artefact, EvalReport
-from firewall.errors import ExitCode
+from firewall.errors import ExitCode, FirewallError, RegistryError
 from firewall.lifecycle import (
     RELEASE_CLEAN_TRIALS,
     Entry,
@@ -26,7 +26,7 @@ from firewall.lifecycle import (
 )
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
-from firewall.pipeline.run import keep, probe_part
+from firewall.pipeline.run import Kept, keep, probe_part
 from firewall.pipeline.stages import Progress, judge, run_info, summarise
 from firewall.policy import Status
 from firewall.runner.seeds import RANDOM, BaseSeed
@@ -48,6 +48,7 @@ class NightlyResult:
     events: list[Event]
     report_path: Path
     dry_run: bool
+    problems: list[str] = dataclasses.field(default_factory=list)  # warnings, e.g. the history
 
     @property
     def exit_code(self) -> ExitCode:
@@ -88,9 +89,10 @@ def nightly(
     )
     reports = {spec.id: judge(spec, part.trials[spec.id], blocking=False) for spec in part.specs}
     at = part.started_at
+    failure: FirewallError | None = None  # the registry's, when it could not be changed
     if part.complete and not options.dry_run and ctx.reviewed:
         current = ctx.entries()
-        events += _lifecycle(ctx, current, reports, at=at, candidates=candidates)
+        happened = _lifecycle(ctx, current, reports, at=at, candidates=candidates)
         # A release waits for its pull request: until the default branch drops the entry,
         # it is released again each stable night, and withdrawn by an unstable one.
         waiting = {
@@ -101,13 +103,23 @@ def nightly(
                     "last_probe": at,
                 }
             )
-            for event in events
+            for event in happened
             if event.kind == "released"
         }
-        ctx.save_reviewed(before, current, waiting=waiting)
+        try:
+            ctx.save_reviewed(before, current, waiting=waiting)
+        except FirewallError as exc:
+            failure = exc
+        else:
+            events += happened
     elif part.complete and not options.dry_run:
-        with ctx.edit_registry() as current:
-            events += _lifecycle(ctx, current, reports, at=at)
+        try:
+            with ctx.edit_registry() as current:
+                happened = _lifecycle(ctx, current, reports, at=at)
+        except FirewallError as exc:
+            failure = exc
+        else:
+            events += happened
     elif part.complete:
         events += _lifecycle(ctx, dict(before), reports, at=at, candidates=candidates)
     final = [_with_nightly_status(reports[spec.id], events) for spec in part.specs]
@@ -118,12 +130,24 @@ def nightly(
         evals=final,
     )
     report_path = options.report or ctx.cwd / settings.report
-    if not options.dry_run:
-        keep(ctx, artefact, report_path)
-    result = NightlyResult(artefact, events, report_path, dry_run=options.dry_run)
+    if failure is not None:
+        # As for a run: a registry that cannot be changed stops the record before any other
+        # file; the probes are shown all the same, then the error (exit 2).
+        if present is not None:
+            present(NightlyResult(artefact, events, report_path, dry_run=False))
+        raise RegistryError(
+            f"{failure}; so that the files agree, tonight wrote nothing else (no report, no "
+            "history, no issue updated): run it again once that is fixed"
+        )
+    kept = Kept() if options.dry_run else keep(ctx, artefact, report_path)
+    result = NightlyResult(
+        artefact, events, report_path, dry_run=options.dry_run, problems=kept.problems
+    )
     if present is not None:
         present(result)
     effects.publish_nightly(ctx, result, before, candidates, issues=options.issues)
+    if kept.error is not None:
+        raise kept.error
     return result
 
 

@@ -18,7 +18,14 @@ from pathlib import Path
 from firewall import regression
 from firewall.artefact import Artefact, EvalReport
 from firewall.discovery import Shard
-from firewall.errors import ExitCode
+from firewall.errors import (
+    ExitCode,
+    FirewallError,
+    HistoryWriteError,
+    LockError,
+    RegistryError,
+    WriteError,
+)
 from firewall.lifecycle import quarantine_entry
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
@@ -55,6 +62,11 @@ class RunResult:
     report_path: Path
     dry_run: bool
     candidates: list[str] = dataclasses.field(default_factory=list)  # CI: for their issues
+    # A file that could not be written: the command's error, raised once the result is
+    # shown. ``halted``: it was the registry, and nothing else was written or published.
+    error: FirewallError | None = None
+    halted: bool = False
+    problems: list[str] = dataclasses.field(default_factory=list)  # warnings, e.g. the history
 
     @property
     def exit_code(self) -> ExitCode:
@@ -249,37 +261,81 @@ def record(ctx: Context, artefact: Artefact, options: RunOptions) -> RunResult:
     An interrupted run writes its artefact (marked incomplete) and nothing else;
     a dry run writes nothing at all. In CI the registry is not written: a new
     instability is a candidate, which the publish stage records on its issue.
+
+    The registry comes first, and a registry that cannot be changed stops the
+    record there: no report, no history row, nothing published, so that the files
+    never disagree about what was quarantined (``halted``, and the error). What
+    could not be written after it is the result's ``error`` or ``problems`` (``keep``).
     """
     report_path = options.report or ctx.cwd / ctx.settings.report
     fresh = [r for r in artefact.evals if r.status is Status.QUARANTINE]
     if ctx.reviewed:  # in CI the registry changes only through commits: these are candidates
-        if not options.dry_run:
-            keep(ctx, artefact, report_path)
+        kept = Kept() if options.dry_run else keep(ctx, artefact, report_path)
         candidates = [r.id for r in fresh] if artefact.run.complete else []
-        return RunResult(artefact, [], report_path, options.dry_run, candidates=candidates)
+        return RunResult(
+            artefact,
+            [],
+            report_path,
+            options.dry_run,
+            candidates=candidates,
+            error=kept.error,
+            problems=kept.problems,
+        )
     if options.dry_run:
         return RunResult(artefact, [r.id for r in fresh], report_path, dry_run=True)
     added: list[str] = []
     if fresh and artefact.run.complete:
-        with ctx.edit_registry() as entries:
-            for report in fresh:
-                if report.id not in entries:
-                    entries[report.id] = quarantine_entry(
-                        report,
-                        ctx.settings,
-                        at=artefact.run.started_at,
-                        git_sha=artefact.run.git_sha,
-                    )
-                    added.append(report.id)
-    keep(ctx, artefact, report_path)
-    return RunResult(artefact, added, report_path, dry_run=False)
+        try:
+            with ctx.edit_registry() as entries:
+                for report in fresh:
+                    if report.id not in entries:
+                        entries[report.id] = quarantine_entry(
+                            report,
+                            ctx.settings,
+                            at=artefact.run.started_at,
+                            git_sha=artefact.run.git_sha,
+                        )
+                        added.append(report.id)
+        except FirewallError as exc:  # unreadable, read-only, locked, or the write failed
+            error = RegistryError(
+                f"{exc}; so that the files agree, this run wrote nothing else (no report, "
+                "no history, nothing for GitHub): run it again once that is fixed"
+            )
+            return RunResult(artefact, [], report_path, dry_run=False, error=error, halted=True)
+    kept = keep(ctx, artefact, report_path)
+    return RunResult(
+        artefact, added, report_path, dry_run=False, error=kept.error, problems=kept.problems
+    )
 
 
-def keep(ctx: Context, artefact: Artefact, report_path: Path) -> None:
-    """Write the artefact, and the history rows of a run that completed."""
-    write_report(report_path, artefact)
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """What ``keep`` could not write: the report's error, and warnings that change nothing."""
+
+    error: FirewallError | None = None
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+
+def keep(ctx: Context, artefact: Artefact, report_path: Path) -> Kept:
+    """Write the artefact, and the history rows of a run that completed.
+
+    Neither stops the other. A report that cannot be written is the command's
+    error (exit 2, once the result is shown and published): it is the run's
+    record, which CI uploads. A history that cannot be appended to is a warning:
+    the decision does not depend on it, and its append leaves no partial row.
+    """
+    error: FirewallError | None = None
+    problems: list[str] = []
+    try:
+        write_report(report_path, artefact)
+    except WriteError as exc:
+        error = exc
     if artefact.run.complete:
-        ctx.history.append(rows_for(artefact))
+        try:
+            ctx.history.append(rows_for(artefact))
+        except (HistoryWriteError, LockError, WriteError) as exc:
+            problems.append(f"{exc}; this run's decision and exit code stand")
+    return Kept(error, problems)
 
 
 def _finish(
@@ -287,6 +343,9 @@ def _finish(
 ) -> RunResult:
     result = record(ctx, artefact, options)
     if present is not None:
-        present(result)
-    effects.publish_run(ctx, result, issues=options.issues)
+        present(result)  # the table first, also when a file could not be written
+    if not result.halted:
+        effects.publish_run(ctx, result, issues=options.issues)
+    if result.error is not None:
+        raise result.error
     return result

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from firewall.lifecycle import Progress
+from firewall.store.jsonfile import non_finite
 
 PROGRESS_PATH = "progress.json"
 SCHEMA_VERSION = 1
@@ -27,15 +28,21 @@ class ProgressFile(BaseModel):
 
 def parse_progress(text: str | None) -> dict[str, Progress] | None:
     """The progress of each eval, or None when the file is missing or not one we can read
-    (then the reviewed entries stand as they are, and the next nightly writes it anew)."""
+    (then the reviewed entries stand as they are, and the next nightly writes it anew).
+    NaN or an infinity, which an older firewall could write, makes it one we cannot read."""
     if text is None:
         return None
     try:
-        return dict(ProgressFile.model_validate(json.loads(text)).evals)
+        data = json.loads(text)
+        if non_finite(data):
+            return None
+        return dict(ProgressFile.model_validate(data).evals)
     except (ValueError, ValidationError):
         return None
 
 
 def render_progress(progress: Mapping[str, Progress]) -> str:
     document = ProgressFile(schema_version=SCHEMA_VERSION, evals=dict(progress))
-    return json.dumps(document.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    # allow_nan=False: NaN and Infinity are Python's, not JSON's; jq and JavaScript refuse them.
+    text = json.dumps(document.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False)
+    return text + "\n"

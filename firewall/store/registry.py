@@ -58,7 +58,12 @@ class Registry:
 
     @contextlib.contextmanager
     def edit(self) -> Iterator[dict[str, Entry]]:
-        """Yield the entries to change in place; they are written back when the block ends."""
+        """Yield the entries to change in place; they are written back when the block ends.
+
+        A write that fails (a full disk, a read-only directory) is a ``WriteError``
+        naming the file, which is left as it was; a lock that cannot be had, a
+        ``LockError``.
+        """
         with locked(self.path, "quarantine registry"):
             entries = self.read()
             before = render(entries)
@@ -66,7 +71,7 @@ class Registry:
             after = render(entries)
             if after != before:
                 _refuse_read_only(self.path)
-                write_atomic(self.path, after)
+                write_atomic(self.path, after, what="quarantine registry")
 
 
 def _refuse_read_only(path: Path) -> None:
@@ -76,10 +81,16 @@ def _refuse_read_only(path: Path) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         return
-    if not mode & 0o222 or not os.access(path, os.W_OK):
+    if not mode & 0o222:
         raise RegistryError(
             f"{path}: the quarantine registry is read-only (mode {mode:04o}); make it "
             f"writable (`chmod u+w {path}`) to change it; it was left untouched"
+        )
+    if not os.access(path, os.W_OK):  # another user's, or immutable: chmod does not help
+        raise RegistryError(
+            f"{path}: the quarantine registry is not writable by this user (mode {mode:04o}; "
+            "another user's file, or immutable: `lsattr` shows an `i`, `chattr -i` clears it); "
+            "make it writable to change it; it was left untouched"
         )
 
 

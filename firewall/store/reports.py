@@ -10,7 +10,8 @@ from firewall.store.jsonfile import read_versioned
 
 
 def write_report(path: Path, artefact: Artefact) -> None:
-    write_atomic(path, artefact.to_json())
+    """Replace the report at ``path``; a ``WriteError`` naming it when that fails."""
+    write_atomic(path, artefact.to_json(), what="report")
 
 
 def load_report(path: Path) -> Artefact:

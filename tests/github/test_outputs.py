@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from firewall.artefact import Artefact, RunInfo, Summary
-from firewall.errors import ExitCode
+from firewall.errors import ExitCode, WriteError
 from firewall.github.outputs import key_value_message, outputs_for, write_outputs
 
 # actions/toolkit packages/core/__tests__/core.test.ts mocks uuid to this value.
@@ -188,3 +190,47 @@ def test_the_reader_sees_an_injection_through_a_fixed_delimiter() -> None:
     with pytest.raises(AssertionError, match="invalid line 'EOF'"):
         read_outputs(naive)
     assert read_outputs("status<<EOF\nx\nEOF\nforged=1\n") == {"status": "x", "forged": "1"}
+
+
+# Under a file-size limit the kernel writes what fits and refuses the rest (EFBIG), as a
+# full disk does (ENOSPC): the runner would then meet a heredoc without its delimiter.
+LIMITED_WRITER = """
+import resource, sys
+from pathlib import Path
+from firewall.github.outputs import write_outputs
+path, room = Path(sys.argv[1]), int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + room, resource.RLIM_INFINITY))
+try:
+    write_outputs(path, {"status": "pass", "report": "x" * 500})
+except OSError as exc:  # what firewall.github.publish catches, turning it into a warning
+    print(exc)
+"""
+
+
+def test_outputs_cut_off_part_way_leave_the_file_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "github_output"
+    path.write_text("earlier=1\n", encoding="utf-8")
+    limited = subprocess.run(
+        [sys.executable, "-c", LIMITED_WRITER, str(path), "100"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert raw(path) == "earlier=1\n"
+    assert read_outputs(raw(path)) == {"earlier": "1"}
+    assert limited.stdout.startswith(
+        f"{path}: could not append the step outputs (File too large); what it had written "
+        "was cut back, so the file is as it was;"
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_outputs_on_a_full_disk_fail_with_the_file_named() -> None:
+    with pytest.raises(WriteError) as caught:
+        write_outputs(Path("/dev/full"), {"status": "pass"})
+    assert isinstance(caught.value, OSError)
+    assert str(caught.value).startswith(
+        "/dev/full: could not append the step outputs (No space left on device); "
+        "nothing of it was written; free space on its disk"
+    )

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from builders import make_artefact, make_check, make_report, trials, with_metrics
 
+from firewall.errors import WriteError
 from firewall.github.summary import append_summary
 from firewall.policy import Status
 from firewall.report.markdown import SUMMARY_LIMIT, cell, render_summary
@@ -262,3 +265,46 @@ def test_an_errored_eval_shows_no_numbers_from_its_few_scored_trials() -> None:
     errored = report("outage", Status.ERROR, stats=Stats(median=0.92, iqr=0.0, pass_rate=1.0))
     (row,) = table_rows(render_summary(artefact(errored, exit_code=3)))
     assert row[2:6] == ["-", "-", "7", "-"]
+
+
+LIMITED_WRITER = """
+import resource, sys
+from pathlib import Path
+from firewall.github.summary import append_summary
+path, room = Path(sys.argv[1]), int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + room, resource.RLIM_INFINITY))
+try:
+    append_summary(path, "## ours\\n" + "| row |\\n" * 1000)
+except OSError as exc:  # what firewall.github.publish catches, turning it into a warning
+    print(exc)
+"""
+
+
+def test_a_summary_cut_off_part_way_leaves_no_half_of_it(tmp_path: Path) -> None:
+    # A file-size limit lets the kernel write what fits, then refuses the rest (EFBIG),
+    # as a full disk does: GitHub would show a table cut in the middle of a row.
+    path = tmp_path / "step_summary"
+    path.write_text("# earlier step\n", encoding="utf-8")
+    limited = subprocess.run(
+        [sys.executable, "-c", LIMITED_WRITER, str(path), "1000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert path.read_text(encoding="utf-8") == "# earlier step\n"
+    assert limited.stdout.startswith(
+        f"{path}: could not append the job summary (File too large); what it had written "
+        "was cut back, so the file is as it was;"
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_summary_on_a_full_disk_fails_with_the_file_named() -> None:
+    with pytest.raises(WriteError) as caught:
+        append_summary(Path("/dev/full"), "## ours")
+    assert isinstance(caught.value, OSError)
+    assert str(caught.value) == (
+        "/dev/full: could not append the job summary (No space left on device); nothing of it "
+        "was written; free space on its disk (or raise the quota) and run again"
+    )
