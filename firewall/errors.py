@@ -11,6 +11,7 @@ CI never reads a crash of the tool as a failing eval.
     ├── DiscoveryError            an eval module that cannot be imported or scanned
     ├── RegistryError             quarantine.json that cannot be read or written
     ├── ArtefactError             a report or probe part that cannot be read
+    ├── HistoryWriteError         the history file cannot be appended to (a full disk)
     ├── LockError                 a file another firewall process holds too long
     ├── IssueError                GitHub unreachable or refusing; never leaves the pipeline
     │   │                         (the two below cost one eval only, the sync goes on)
@@ -23,6 +24,7 @@ CI never reads a crash of the tool as a failing eval.
 from __future__ import annotations
 
 import enum
+from pathlib import Path
 
 
 class ExitCode(enum.IntEnum):
@@ -64,6 +66,14 @@ class RegistryError(FirewallError):
 
 class ArtefactError(FirewallError):
     """A report or probe part is missing or malformed."""
+
+
+class HistoryWriteError(FirewallError):
+    """A run's rows could not be appended to the history file, which names ``path``."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class LockError(FirewallError):

@@ -204,13 +204,14 @@ class Context:
             self._entries = dict(entries)
 
     def trends(self, eval_ids: Iterable[str]) -> dict[str, str]:
-        """Sparklines of recent medians of these evals and every quarantined one: one scan."""
-        from firewall.report.status import trends  # only a run that publishes needs them
+        """Sparklines of recent medians of these evals and every quarantined one: one read
+        of the trend window, however long the history."""
+        from firewall.report.status import read_trends  # only a run that publishes needs them
 
         wanted = set(eval_ids) | set(self.entries())
         if self._trends is None or not wanted <= self._trends.keys():
-            self._trends = dict.fromkeys(wanted, "") | trends(
-                self.history.scan(wanted), wanted, at=self.clock()
+            self._trends = dict.fromkeys(wanted, "") | read_trends(
+                self.history, wanted, at=self.clock()
             )
         return {eval_id: self._trends[eval_id] for eval_id in wanted if self._trends[eval_id]}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from firewall.discovery import discover
 from firewall.errors import FirewallError
 from firewall.pipeline import effects
@@ -13,11 +15,12 @@ from firewall.report.status import StatusView, build
 def status_view(ctx: Context, *, days: int) -> StatusView:
     """`firewall status`: every quarantined eval with its trend, and the last recorded run."""
     entries = ctx.team_entries()
+    at = ctx.clock()
     view = build(
         entries,
-        ctx.history.scan(set(entries)),
+        ctx.history.recent(set(entries), since=at - dt.timedelta(days=days)),
         last_rows=ctx.history.last_run(),
-        at=ctx.clock(),
+        at=at,
         registry=ctx.settings.registry,
         release_after=ctx.settings.nightly.release_after,
         days=days,

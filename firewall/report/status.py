@@ -5,14 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from pydantic import BaseModel
 
 from firewall.lifecycle import Entry
-from firewall.store.history import HistoryRow
+from firewall.store.history import HistoryRow, HistoryStore
 from firewall.text import columns, fmt, number, sparkline
 from firewall.timeutil import Timestamp, to_text
+
+TREND_DAYS = 14  # the window of the job summary's trends
 
 
 class QuarantineView(BaseModel):
@@ -33,7 +35,7 @@ class QuarantineView(BaseModel):
     overdue: bool
     owner: str | None
     defined: bool
-    drifting: dict[str, float] = {}  # output fields that varied in its latest probe
+    drifting: dict[str, float] = {}  # output fields that varied in its latest probe in the window
     not_planned: int | None = None  # its issue, closed by a person as not planned
 
 
@@ -66,8 +68,9 @@ def build(
 ) -> StatusView:
     """One pass over the history: the trend of every quarantined eval, and the last run.
 
-    ``rows`` may be only the quarantined evals' rows when ``last_rows`` (the
-    latest run's) is given; otherwise the last run is found in ``rows``.
+    ``rows`` may be only the quarantined evals' rows of the last ``days`` when
+    ``last_rows`` (the latest run's) is given; otherwise the last run is found in
+    ``rows``. An eval's drifting fields are those of its latest probe in ``rows``.
     """
     window_start = to_text(at - dt.timedelta(days=days))
     trends: dict[str, list[float | None]] = {eval_id: [] for eval_id in entries}
@@ -158,8 +161,15 @@ def issue_url(number: int | None) -> str | None:
     return f"{server}/{repository}/issues/{number}"
 
 
+def read_trends(
+    history: HistoryStore, ids: Collection[str], *, at: dt.datetime, days: int = TREND_DAYS
+) -> dict[str, str]:
+    """``trends`` of these evals, reading only the window's rows of the history."""
+    return trends(history.recent(ids, since=at - dt.timedelta(days=days)), ids, at=at, days=days)
+
+
 def trends(
-    rows: Iterable[HistoryRow], ids: Iterable[str], *, at: dt.datetime, days: int = 14
+    rows: Iterable[HistoryRow], ids: Iterable[str], *, at: dt.datetime, days: int = TREND_DAYS
 ) -> dict[str, str]:
     """A sparkline of each eval's median over the last ``days``, for the job summary."""
     window_start = to_text(at - dt.timedelta(days=days))

@@ -2,24 +2,30 @@
 
 A ``HistoryStore`` is where the rows live. ``LocalHistory`` keeps them in one
 JSON-lines file (``history`` in the config); another backend only has to
-append a run's rows and scan them back. Rows are typed from the writer to the
-reader: ``rows_for`` builds them from a decided run, ``scan`` parses them back
-leniently (a torn tail or a hand edit is skipped, never fatal), fast enough for
-the triage view to read 100,000 of them in well under a second.
+append a run's rows, scan them back, and read a recent window of them. Rows
+are typed from the writer to the reader: ``rows_for`` builds them from a
+decided run, ``scan`` parses them back leniently (a torn tail or a hand edit is
+skipped, never fatal). What every run reads (the trends of its summary, the
+last run of `firewall status`) is read from the end of the file, so that it
+costs the same in a repository's first month as in its fifth year.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import os
+import re
 import statistics
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
+from firewall import output
 from firewall.artefact import Artefact
+from firewall.errors import HistoryWriteError
 from firewall.policy import Status
 from firewall.store.atomic import locked, write_atomic
 from firewall.timeutil import to_text
@@ -101,6 +107,12 @@ class HistoryStore(Protocol):
     def scan(self, eval_ids: Collection[str] | None = None) -> Iterator[HistoryRow]:
         """Rows in the order they were written; with ``eval_ids``, only those evals'."""
 
+    def recent(
+        self, eval_ids: Collection[str] | None = None, *, since: dt.datetime
+    ) -> list[HistoryRow]:
+        """The rows built at ``since`` or later, as ``scan`` orders them, at the cost of
+        those rows only: however old the history, a trend window reads the window."""
+
     def last_run(self) -> list[HistoryRow]:
         """The rows of the most recent run."""
 
@@ -141,32 +153,71 @@ def rows_for(artefact: Artefact, *, run_id: Callable[[], str] | None = None) -> 
 
 
 class LocalHistory:
-    """The history as one JSON-lines file, appended under a lock."""
+    """The history as one JSON-lines file, appended under a lock.
 
-    def __init__(self, path: Path) -> None:
+    Lines that are not rows (torn by an interrupted write of an older version, or
+    edited by hand) are skipped; the first read that meets one says so, once, through
+    ``warn``. A torn tail (no newline yet) is skipped silently: it may be a write in
+    progress.
+    """
+
+    def __init__(self, path: Path, *, warn: Callable[[str], None] = output.warn) -> None:
         self.path = path
+        self._warn = warn
+        self._warned = False
 
     def describe(self) -> str:
         return str(self.path)
 
     def append(self, rows: Sequence[HistoryRow]) -> None:
-        """Append rows as one write under the lock, so concurrent runs never interleave lines."""
-        text = "".join(row.to_json() + "\n" for row in rows)
-        if not text:
+        """Append one run's rows in one write under the lock: whole, or not at all.
+
+        A write that fails part-way (a full disk, a file-size limit) is cut back to
+        the file's length before it, so that no torn row is left for the next append
+        to glue onto, and raises ``HistoryWriteError``.
+        """
+        data = "".join(row.to_json() + "\n" for row in rows).encode()
+        if not data:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with locked(self.path, "history"):
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with locked(self.path, "history"):
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    self._append_locked(fd, data, len(rows))
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            raise self._write_error(len(rows), exc, intact=True) from exc
+
+    def _append_locked(self, fd: int, data: bytes, count: int) -> None:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # a torn last line must not swallow our first row
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as exc:
             try:
-                data = text.encode()
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    data = b"\n" + data  # a torn last line must not swallow our first row
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
+                os.ftruncate(fd, size)
+            except OSError:
+                raise self._write_error(count, exc, intact=False) from exc
+            raise
+
+    def _write_error(self, count: int, exc: OSError, *, intact: bool) -> HistoryWriteError:
+        reason = exc.strerror or str(exc)
+        left = (
+            "the file is as it was before this run"
+            if intact
+            else "it could not be cut back, so it may end in a torn row (readers skip it)"
+        )
+        return HistoryWriteError(
+            f"{self.path}: could not append this run's {count} history rows ({reason}); "
+            f"{left}. Free space on its disk or make it writable, or point `history` in the "
+            "config at another file",
+            path=self.path,
+        )
 
     def scan(self, eval_ids: Collection[str] | None = None) -> Iterator[HistoryRow]:
         """Rows in file order. With ``eval_ids``, rows of other evals are skipped before they
@@ -175,19 +226,55 @@ class LocalHistory:
             handle = self.path.open("rb")
         except FileNotFoundError:
             return
-        wanted = None if eval_ids is None else {i.encode() for i in eval_ids}
+        wanted = _wanted(eval_ids)
+        skipped = 0
         with handle:
             for line in handle:
-                if wanted is not None:
-                    prefix = next((p for p in _PREFIXES if line.startswith(p)), None)
-                    if (
-                        prefix is not None
-                        and line[len(prefix) : line.find(b'"', len(prefix))] not in wanted
-                    ):
-                        continue
+                if wanted is not None and _other_eval(line, wanted):
+                    continue
                 row = _parse(line)
-                if row is not None and (wanted is None or row.eval_id.encode() in wanted):
+                if row is None:
+                    skipped += line.endswith(b"\n") and not line.isspace()
+                elif wanted is None or row.eval_id.encode() in wanted:
                     yield row
+        self._skipped(skipped)
+
+    def recent(
+        self, eval_ids: Collection[str] | None = None, *, since: dt.datetime, chunk: int = 1 << 18
+    ) -> list[HistoryRow]:
+        """Rows built at ``since`` or later, in file order, read backwards from the end.
+
+        Runs append their rows when they finish, so the file is in time order give or
+        take the length of a run: the read stops at a row older than ``since`` by
+        ``APPEND_LAG``. What it costs is the window's rows, not the history's age.
+        """
+        try:
+            handle = self.path.open("rb")
+        except FileNotFoundError:
+            return []
+        start, stop = to_text(since), to_text(since - APPEND_LAG)
+        wanted = _wanted(eval_ids)
+        blocks: list[list[HistoryRow]] = []  # the newest first
+        skipped = 0
+        with handle:
+            for lines in _blocks_backwards(handle, chunk):
+                rows: list[HistoryRow] = []
+                for index, line in enumerate(lines):
+                    if wanted is not None and _other_eval(line, wanted):
+                        continue
+                    row = _parse(line)
+                    if row is None:
+                        tail = not blocks and index == len(lines) - 1
+                        skipped += not tail and bool(line.strip())
+                    elif row.build_ts >= start and (
+                        wanted is None or row.eval_id.encode() in wanted
+                    ):
+                        rows.append(row)
+                blocks.append(rows)
+                if _begins_before(lines, stop):
+                    break
+        self._skipped(skipped)
+        return [row for rows in reversed(blocks) for row in rows]
 
     def last_run(self, chunk: int = 1 << 18) -> list[HistoryRow]:
         """The rows of the most recent run, read from the end of the file.
@@ -199,26 +286,17 @@ class LocalHistory:
             handle = self.path.open("rb")
         except FileNotFoundError:
             return []
+        newest: list[HistoryRow] = []  # the last row first
         with handle:
-            size = handle.seek(0, 2)
-            start = size
-            while True:
-                start = max(0, start - chunk)
-                handle.seek(start)
-                lines = handle.read(size - start).split(b"\n")
-                if start > 0:
-                    lines = lines[1:]  # maybe cut in the middle
-                rows = [row for row in map(_parse, lines) if row is not None]
-                if not rows:
-                    if start == 0:
-                        return []
-                    continue
-                run_id = rows[-1].run_id
-                first = next(
-                    (i for i in range(len(rows) - 1, -1, -1) if rows[i].run_id != run_id), None
-                )
-                if first is not None or start == 0:
-                    return rows[(first + 1) if first is not None else 0 :]
+            for lines in _blocks_backwards(handle, chunk):
+                for line in reversed(lines):
+                    row = _parse(line)
+                    if row is None:
+                        continue
+                    if newest and row.run_id != newest[0].run_id:
+                        return newest[::-1]
+                    newest.append(row)
+        return newest[::-1]
 
     def compact(self, *, keep_after: str) -> tuple[int, int]:
         """Drop rows whose build_ts is before ``keep_after`` (ISO text); return (kept, dropped)."""
@@ -235,6 +313,65 @@ class LocalHistory:
                         dropped += 1
             write_atomic(self.path, b"".join(kept).decode("utf-8"))
         return len(kept), dropped
+
+    def _skipped(self, count: int) -> None:
+        if count and not self._warned:
+            self._warned = True
+            self._warn(
+                f"{self.path}: skipped {count} line(s) that are not history rows (torn by an "
+                "interrupted write, or edited by hand); `firewall history compact --keep-days N` "
+                "rewrites the file without them (and without rows older than N days)"
+            )
+
+
+# How long after its start a run may append its rows: a row built this long before a
+# window began ends the backward read (every row before it was appended before it).
+APPEND_LAG = dt.timedelta(days=1)
+
+
+def _blocks_backwards(handle: BinaryIO, chunk: int) -> Iterator[list[bytes]]:
+    """The file's lines, without their newlines, in blocks of about ``chunk`` bytes: the
+    last block first, each block's lines in file order. A block's last item is what
+    follows its last newline: empty, but in the first block the file's torn tail if
+    it has one."""
+    pos = handle.seek(0, os.SEEK_END)
+    carry = b""  # the start of the block after this one: the end of a line cut in two
+    while pos > 0:
+        start = max(0, pos - chunk)
+        handle.seek(start)
+        block = handle.read(pos - start) + carry
+        pos = start
+        if start > 0:
+            cut = block.find(b"\n") + 1  # this block's first line began before it
+            if cut == 0:  # a line longer than a block
+                carry = block
+                continue
+            carry, block = block[:cut], block[cut:]
+        yield block.split(b"\n")
+
+
+def _begins_before(lines: Sequence[bytes], stop: str) -> bool:
+    """Whether the first line of the block that carries a build time is older than ``stop``."""
+    for line in lines:
+        found = _BUILD_TS.search(line)
+        if found is not None:
+            return found.group(1).decode("utf-8", "replace") < stop
+    return False
+
+
+def _wanted(eval_ids: Collection[str] | None) -> set[bytes] | None:
+    return None if eval_ids is None else {i.encode() for i in eval_ids}
+
+
+def _other_eval(line: bytes, wanted: set[bytes]) -> bool:
+    """Whether the raw line is a row of an eval not ``wanted``: a look at its prefix, no parse."""
+    if line.startswith(_COMPACT):
+        start = len(_COMPACT)
+    elif line.startswith(_SPACED):
+        start = len(_SPACED)
+    else:
+        return False
+    return line[start : line.find(b'"', start)] not in wanted
 
 
 def _new_run_id() -> str:
@@ -268,4 +405,5 @@ def _texts(value: Any) -> tuple[str, ...]:
 
 
 # How rows begin: as written here (compact), and as json.dumps writes them by hand.
-_PREFIXES = (b'{"eval_id":"', b'{"eval_id": "')
+_COMPACT, _SPACED = b'{"eval_id":"', b'{"eval_id": "'
+_BUILD_TS = re.compile(rb'"build_ts"\s*:\s*"([^"]+)"')

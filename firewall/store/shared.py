@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from firewall.lifecycle import Progress
@@ -10,6 +11,7 @@ from firewall.store.git import StateError
 from firewall.store.gitstate import RAW_DAYS, GitState
 from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.progress import PROGRESS_PATH, parse_progress, render_progress
+from firewall.timeutil import to_text
 
 
 @dataclasses.dataclass
@@ -50,6 +52,21 @@ class SharedHistory:
         for row in shared:
             if eval_ids is None or row.eval_id in eval_ids:
                 yield row
+
+    def recent(
+        self, eval_ids: Collection[str] | None = None, *, since: dt.datetime
+    ) -> list[HistoryRow]:
+        """The window's rows; the branch keeps two weeks of runs whole and older weeks
+        rolled up, so what it holds (and a job fetches) stays small as it ages."""
+        shared = self._shared()
+        if shared is None:
+            return self.local.recent(eval_ids, since=since)
+        start = to_text(since)
+        return [
+            row
+            for row in shared
+            if row.build_ts >= start and (eval_ids is None or row.eval_id in eval_ids)
+        ]
 
     def last_run(self) -> list[HistoryRow]:
         shared = self._shared()

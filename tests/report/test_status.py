@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from firewall.cli import main
 from firewall.lifecycle import Entry
 from firewall.report.calibrate import calibrate
-from firewall.report.status import build
+from firewall.report.status import build, read_trends, trends
 from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.registry import Registry
 from firewall.text import sparkline
@@ -199,3 +199,51 @@ def test_history_compaction_keeps_recent_rows(project: Path) -> None:
     assert result.exit_code == 0 and "kept 1 rows, dropped 2" in result.output
     kept = list(LocalHistory(project / ".firewall" / "history.jsonl").scan())
     assert [r.run_id for r in kept] == ["r2"]
+
+
+def test_read_trends_reads_the_window_only(tmp_path: Path) -> None:
+    said: list[str] = []
+    store = LocalHistory(tmp_path / "history.jsonl", warn=said.append)
+    store.append([row("tone", "ancient", days_ago=300, median=0.1)])
+    with store.path.open("a") as handle:  # beyond the window: never read, never warned about
+        handle.write('{"eval_id":"tone","run_id":"torn","med\n')
+    store.append([row("x", f"old{i}", days_ago=200 - i / 100) for i in range(8000)])  # > a block
+    for day in range(20, -1, -1):
+        store.append([row(e, f"d{day}", days_ago=day, median=day / 20) for e in ("tone", "x")])
+    sparklines = read_trends(store, {"tone", "gone"}, at=AT, days=7)
+    assert said == []
+    assert sparklines == trends(store.scan(), {"tone", "gone"}, at=AT, days=7)
+    assert sparklines == {"tone": "█▇▆▅▄▃▂▁"}
+    assert len(said) == 1  # the whole file is read by scan, and the torn row met
+
+
+def test_status_reads_the_window_from_the_end_of_a_long_history(project: Path) -> None:
+    (project / "firewall.toml").write_text('[[evals]]\nid = "tone"\ncommand = "true"\n')
+    recent = now()
+    with Registry(project / "quarantine.json").edit() as entries:
+        entries["tone"] = Entry(since=recent, source="manual", reason="vendor outage")
+
+    def at(days_ago: float, run: str, median: float = 0.8) -> HistoryRow:
+        stamp = to_text(recent - dt.timedelta(days=days_ago))
+        return dataclasses.replace(row("tone", run, days_ago=0, median=median), build_ts=stamp)
+
+    # Two years of runs, more than a read block of them, then a torn row, then the window.
+    old = [at(730 - i / 10, f"old{i}") for i in range(7000)]
+    window = [at(10 - i, f"new{i}", median=0.5 + i / 100) for i in range(10)]
+    path = project / ".firewall" / "history.jsonl"
+    path.parent.mkdir(parents=True)
+    text = "".join(r.to_json() + "\n" for r in old[:100])
+    text += '{"eval_id":"tone","run_id":"torn","mo\n'
+    text += "".join(r.to_json() + "\n" for r in [*old[100:], *window])
+    path.write_text(text)
+    assert len(text) - text.index('"torn"') > 1 << 20  # more than a read block from the end
+    result = CliRunner().invoke(main, ["status", "--json"])
+    assert result.exit_code == 0 and "warning" not in result.output
+    data = json.loads(result.output)
+    assert data["quarantined"][0]["trend"] == [r.median for r in window]
+    assert data["last_run"]["run_id"] == "new9"
+    with path.open("a") as handle:  # a torn row inside the window is read, and said
+        handle.write('{"eval_id":"tone","run_id":"torn-too","mo\n')
+    result = CliRunner().invoke(main, ["status"])
+    assert result.exit_code == 0
+    assert f"{path.name}: skipped 1 line(s) that are not history rows" in result.output

@@ -1,12 +1,38 @@
-"""The history store: typed rows from writer to reader, appends that never interleave."""
+"""The history store: typed rows from writer to reader, appends that never interleave
+nor leave a torn row, and recent windows read at the cost of the window."""
 
 from __future__ import annotations
 
+import datetime as dt
+import random
+import subprocess
+import sys
 from pathlib import Path
 
-from firewall.store.history import HistoryRow, LocalHistory
+import pytest
+
+from firewall.errors import HistoryWriteError
+from firewall.store.history import APPEND_LAG, HistoryRow, LocalHistory
+from firewall.timeutil import to_text
 
 AT = "2026-11-29T12:00:00Z"
+NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def run(run_id: str, at: dt.datetime, evals: int = 3, median: float = 0.8) -> list[HistoryRow]:
+    return [
+        HistoryRow(
+            eval_id=f"e{i}",
+            run_id=run_id,
+            mode="run",
+            status="pass",
+            k=7,
+            build_ts=to_text(at),
+            median=median,
+            drift={"category": 0.0},
+        )
+        for i in range(evals)
+    ]
 
 
 def test_scan_filters_by_eval_and_last_run_reads_from_the_end(tmp_path: Path) -> None:
@@ -87,3 +113,147 @@ def test_concurrent_appends_from_processes_lose_and_interleave_nothing(tmp_path:
         assert {row["run_id"] for row in block} == {block[0]["run_id"]}
         assert [row["eval_id"] for row in block] == [f"{writer}-{r}" for r in range(rows)]
     assert len(list(LocalHistory(path).scan())) == writers * appends * rows
+
+
+def test_recent_is_the_window_of_scan_for_any_block_size(tmp_path: Path) -> None:
+    # Runs append when they finish, so starts come slightly out of order (up to 6 hours);
+    # some lines are hand-written (spaced JSON), one is blank.
+    rng = random.Random(11)
+    store = LocalHistory(tmp_path / "history.jsonl", warn=pytest.fail)
+    for n in range(300):
+        started = NOW - dt.timedelta(hours=300 - n) - dt.timedelta(hours=rng.uniform(0, 6))
+        store.append(run(f"r{n}", started, evals=1 + n % 4, median=n / 300))
+        if n % 50 == 7:
+            with store.path.open("a") as handle:
+                stamp = to_text(started)
+                handle.write(f'{{"eval_id": "e1", "run_id": "h{n}", "build_ts": "{stamp}"}}\n\n')
+    for since_hours in (1, 30, 100, 299, 400):
+        since = NOW - dt.timedelta(hours=since_hours)
+        for ids in ({"e1"}, {"e0", "e3"}, None):
+            expected = [r for r in store.scan(ids) if r.build_ts >= to_text(since)]
+            for chunk in (16, 200, 4096, 1 << 20):
+                assert store.recent(ids, since=since, chunk=chunk) == expected
+
+
+def test_recent_stops_reading_before_the_window(tmp_path: Path) -> None:
+    # A line that is no row, far older than the window: scan meets it and says so,
+    # a read of the window never reaches it.
+    said: list[str] = []
+    store = LocalHistory(tmp_path / "history.jsonl", warn=said.append)
+    store.append(run("ancient", NOW - dt.timedelta(days=400)))
+    with store.path.open("a") as handle:
+        handle.write('{"eval_id":"e1","run_id":"torn-by-an-old-version","mode":"ru\n')
+    for day in range(365, 0, -1):
+        store.append(run(f"d{day}", NOW - dt.timedelta(days=day)))
+    window = store.recent({"e1"}, since=NOW - dt.timedelta(days=14), chunk=512)
+    assert [r.run_id for r in window] == [f"d{day}" for day in range(14, 0, -1)]
+    assert said == []
+    assert len(list(store.scan({"e1"}))) == 366
+    assert len(said) == 1 and "skipped 1 line(s) that are not history rows" in said[0]
+    assert str(store.path) in said[0] and "firewall history compact" in said[0]
+
+
+def test_a_torn_row_in_the_middle_is_skipped_with_one_warning(tmp_path: Path) -> None:
+    said: list[str] = []
+    store = LocalHistory(tmp_path / "history.jsonl", warn=said.append)
+    store.append(run("r1", NOW - dt.timedelta(hours=2)))
+    with store.path.open("a") as handle:  # what an older version left on a full disk
+        handle.write('{"eval_id":"e1","run_id":"r2","mode":"run","sta')
+    store.append(run("r3", NOW - dt.timedelta(hours=1)))  # glued onto nothing: a line of its own
+    assert [r.run_id for r in store.last_run()] == ["r3"] * 3
+    window = store.recent(None, since=NOW - dt.timedelta(days=1))
+    assert [r.run_id for r in window] == ["r1"] * 3 + ["r3"] * 3
+    assert [r.run_id for r in store.scan()] == ["r1"] * 3 + ["r3"] * 3
+    assert len(said) == 1  # once per store, however many reads meet it
+    tail = LocalHistory(tmp_path / "tail.jsonl", warn=pytest.fail)
+    tail.append(run("r1", NOW))
+    with tail.path.open("a") as handle:  # a torn tail may be a write in progress: no warning
+        handle.write('{"eval_id":"e1","run_id":"r2"')
+    assert [r.run_id for r in tail.recent(None, since=NOW)] == ["r1"] * 3
+    assert [r.run_id for r in tail.scan()] == [r.run_id for r in tail.last_run()] == ["r1"] * 3
+
+
+def test_the_backward_read_allows_for_runs_that_finish_late(tmp_path: Path) -> None:
+    # A long run started before the window but appended after a short run inside it.
+    store = LocalHistory(tmp_path / "history.jsonl")
+    since = NOW - dt.timedelta(days=14)
+    store.append(run("short", since + dt.timedelta(hours=1)))
+    store.append(run("long", since - APPEND_LAG / 2))
+    assert [r.run_id for r in store.recent({"e0"}, since=since, chunk=64)] == ["short"]
+
+
+# Appends under a file-size limit that the run's rows cross: the kernel writes what
+# fits, then refuses the rest with EFBIG (Python ignores SIGXFSZ), as a full disk does.
+LIMITED_WRITER = """
+import resource, sys
+from pathlib import Path
+from firewall.errors import HistoryWriteError
+from firewall.store.history import HistoryRow, LocalHistory
+path, room = Path(sys.argv[1]), int(sys.argv[2])
+rows = [HistoryRow(eval_id=f"e{i}", run_id="big", mode="run", status="pass", k=7,
+                   build_ts="2026-11-29T13:00:00Z", drift={f"f{j}": 0.5 for j in range(40)})
+        for i in range(50)]
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + room, resource.RLIM_INFINITY))
+try:
+    LocalHistory(path).append(rows)
+except HistoryWriteError as exc:
+    assert exc.path == path
+    print(exc)
+"""
+
+
+def test_an_append_that_fails_part_way_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / ".firewall" / "history.jsonl"
+    store = LocalHistory(path, warn=pytest.fail)
+    store.append(run("r1", NOW - dt.timedelta(hours=1)))
+    before = path.read_bytes()
+    limited = subprocess.run(
+        [sys.executable, "-c", LIMITED_WRITER, str(path), "100"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert path.read_bytes() == before
+    message = limited.stdout.strip()
+    assert message.startswith(f"{path}: could not append this run's 50 history rows")
+    assert "the file is as it was before this run" in message and "Free space" in message
+    store.append(run("r2", NOW))  # the next run's rows follow whole rows, not a torn one
+    assert [r.run_id for r in store.scan()] == ["r1"] * 3 + ["r2"] * 3
+    assert path.read_bytes().count(b"\n") == 6
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_history_that_cannot_be_cut_back_says_so() -> None:
+    # /dev/full refuses every write with ENOSPC, and cannot be truncated either.
+    with pytest.raises(HistoryWriteError, match="could not be cut back") as raised:
+        LocalHistory(Path("/dev/full")).append(run("r1", NOW))
+    assert raised.value.path == Path("/dev/full") and "No space left" in str(raised.value)
+
+
+def test_shared_history_reads_the_window_of_the_branch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitrepos import GIT_ENV, fresh_clone, make_origin
+
+    from firewall.store.gitstate import GitState
+    from firewall.store.shared import SharedHistory
+
+    for name, value in GIT_ENV.items():
+        monkeypatch.setenv(name, value)
+    clone = fresh_clone(make_origin(tmp_path, {"firewall.toml": ""}), tmp_path / "ci")
+    shared = SharedHistory(
+        LocalHistory(clone / "history.jsonl"),
+        GitState(clone, "origin", "firewall-state"),
+        writes=lambda: True,
+        notice=pytest.fail,
+    )
+    for day in (40, 20, 10, 2):
+        shared.append(run(f"d{day}", NOW - dt.timedelta(days=day)))
+    window = shared.recent({"e0", "e2"}, since=NOW - dt.timedelta(days=14))
+    assert [(r.run_id, r.eval_id) for r in window] == [
+        ("d10", "e0"),
+        ("d10", "e2"),
+        ("d2", "e0"),
+        ("d2", "e2"),
+    ]
