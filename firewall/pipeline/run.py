@@ -11,6 +11,7 @@ that what the command prints comes before what GitHub is told.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
@@ -63,6 +64,7 @@ class RunResult:
 
 Present = Callable[[RunResult], None]
 BASELINE_RUNS = 20  # the default branch's most recent runs an eval is compared with
+BASELINE_WINDOW = dt.timedelta(days=30)  # ...of this long ago at most: a read that stays short
 
 
 def run(
@@ -187,7 +189,8 @@ def against_default_branch(
         if r.id in opted and r.status in (Status.PASS, Status.FAIL) and r.trials
     }
     baselines: dict[str, list[RunMean]] = {eval_id: [] for eval_id in probed}
-    for row in ctx.history.scan(set(probed)):
+    since = ctx.clock() - BASELINE_WINDOW
+    for row in ctx.history.recent(set(probed), since=since):
         if (
             row.git_ref == f"refs/heads/{base}"
             and row.mode in ("run", "gate", "nightly")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 from firewall.pipeline import context
 from firewall.pipeline.run import RunOptions, run
 from firewall.store.history import HistoryRow, LocalHistory
+from firewall.timeutil import to_text
 
+NOW = dt.datetime.now(dt.timezone.utc)  # the runs of the default branch, days before this one
 CONFIG = """
 k = 7
 seed = 7
@@ -41,7 +44,7 @@ def main_history(root: Path, means: list[float]) -> None:
                 mode="run",
                 status="pass",
                 k=7,
-                build_ts=f"2026-11-{n + 1:02d}T09:00:00Z",
+                build_ts=to_text(NOW - dt.timedelta(days=len(means) - n)),
                 median=mean,
                 mean=mean,
                 sd=0.005,
