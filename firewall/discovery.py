@@ -112,6 +112,26 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
+def nothing_selected(defined: Sequence[EvalSpec], tags: Iterable[str], where: str) -> str:
+    """Why a selection came out empty, with the tags and ids there are to choose from."""
+    if not defined:
+        return (
+            f"no eval is defined: {where} has no [[evals]] and its `paths` hold no "
+            "@firewall.eval function; `firewall list` shows what is found"
+        )
+    known_tags = sorted({tag for spec in defined for tag in spec.tags})
+    missing = [tag for tag in tags if tag not in known_tags]
+    if missing:
+        close = get_close_matches(missing[0], known_tags, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        reason = f"no eval has the tag {missing[0]!r}{hint}"
+    else:
+        reason = f"no eval has all the tags {', '.join(repr(t) for t in tags)}"
+    ids = sorted(spec.id for spec in defined)
+    shown = ", ".join(ids[:12]) + (f" and {len(ids) - 12} more" if len(ids) > 12 else "")
+    return f"{reason}; the tags are {', '.join(known_tags) or 'none'}; the evals are {shown}"
+
+
 def unknown_eval_message(wanted: str, known: Iterable[str]) -> str:
     close = get_close_matches(wanted, list(known), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else "; `firewall list` shows the known ids"
