@@ -30,7 +30,7 @@ from firewall.runner import Schedule
 from firewall.runner.seeds import BaseSeed
 from firewall.spec import EvalSpec
 from firewall.store.history import rows_for
-from firewall.store.parts import Probed, load_parts
+from firewall.store.parts import Probed, gaps, load_parts
 from firewall.store.reports import write_report
 
 
@@ -45,6 +45,7 @@ class RunOptions:
     dry_run: bool = False
     report: Path | None = None  # None: the config's `report`
     issues: bool = True  # False: --no-issues
+    allow_partial: bool = False  # gate: decide parts with a shard missing or mixed seeds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +91,12 @@ def gate(
     ctx: Context, paths: Sequence[Path], options: RunOptions, *, present: Present | None = None
 ) -> RunResult:
     """`firewall gate`: merge probe parts, decide, record, present, publish."""
-    parts = load_parts(paths)
+    parts = load_parts(paths, allow_partial=options.allow_partial)
     artefact = conclude(parts, ctx.entries(), mode="gate", finished_at=ctx.clock())
+    if lacks := gaps(paths, parts):
+        artefact = artefact.model_copy(
+            update={"run": artefact.run.model_copy(update={"partial": lacks})}
+        )
     artefact, _ = against_default_branch(ctx, artefact, [s for part in parts for s in part.specs])
     return _finish(ctx, artefact, options, present)
 

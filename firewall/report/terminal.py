@@ -124,6 +124,8 @@ def closing_lines(
 ) -> list[str]:
     """The counts, the registry entries written (or that a dry run would write), the report."""
     lines = [summary_line(artefact)]
+    if artefact.run.partial:
+        lines.append(f"partial gate (--allow-partial): {'; '.join(artefact.run.partial)}")
     if note := adaptivity(artefact):
         lines.append(f"{note}: {artefact.summary.trials} run, k planned {artefact.summary.planned}")
     lines += [
