@@ -115,6 +115,7 @@ def test_artefact_has_the_contract_shape(project: Path) -> None:
         "git_ref",
         "complete",
         "shard",
+        "partial",
     }
     assert artefact["run"]["started_at"].endswith("Z") and artefact["run"]["base_seed"] == 7
     evaluation = artefact["evals"][0]
