@@ -263,7 +263,11 @@ def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
     if spec.min_pass_rate is not None:
         # Judged on its pass rate alone: the median of pass/fail scores says little.
         assert stats.pass_rate is not None and stats.wilson_low is not None
-        if stats.wilson_low < spec.min_pass_rate - EPSILON <= stats.pass_rate:
+        passes, room = round(stats.pass_rate * scored), max(0, spec.max_k - scored - stats.errors)
+        reachable = wilson_interval(passes + room, scored + room, spec.confidence)[0]
+        if stats.wilson_low < spec.min_pass_rate - EPSILON <= stats.pass_rate and (
+            reachable >= spec.min_pass_rate - EPSILON  # not past help: max_k could clear it
+        ):
             return "a pass rate above min_pass_rate with a lower bound below it"
         return None
     if stats.item_p is not None:

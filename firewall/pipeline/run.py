@@ -28,7 +28,7 @@ from firewall.policy import Check, Status
 from firewall.regression import Judgement, RunMean, compare
 from firewall.runner import Schedule
 from firewall.runner.seeds import BaseSeed
-from firewall.spec import EvalSpec
+from firewall.spec import EvalSpec, warnings_for
 from firewall.store.history import rows_for
 from firewall.store.parts import Probed, gaps, load_parts
 from firewall.store.reports import write_report
@@ -115,6 +115,9 @@ def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = No
     quarantined = ctx.entries()
     chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
     probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
+    for spec in probed:  # what `firewall list` warns of, said where it costs trials
+        for warning in warnings_for(spec):
+            ctx.notice(f"{spec.id}: {warning}")
     return probe_part(
         ctx,
         chosen,
