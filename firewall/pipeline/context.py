@@ -235,6 +235,8 @@ def load(
     """
     cwd = cwd or Path.cwd()
     config = load_config(config_path, cwd)
+    if config_path is None and config.path is not None and config.path.parent != cwd.resolve():
+        cwd = config.path.parent  # found above: the project's root, as pytest's rootdir
     check_paths(config, cwd)
     defined = discover(config, cwd) if with_evals else []
     specs = select(defined, ids, tags)
