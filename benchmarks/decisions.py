@@ -86,6 +86,22 @@ def items(p: float, n: int, *, fixed: bool = True, shift: float = 0.0) -> Trial:
     return draw
 
 
+def judged(n: int, noise: float, *, shift: float = 0.0) -> Trial:
+    """A judge's continuous scores over ``n`` fixed items, each at its own level with
+    ``noise`` per scoring; with ``shift``, half the trials are that much lower as a whole."""
+    levels = [0.6 + 0.35 * (i / max(1, n - 1)) for i in range(n)]
+
+    def draw(rng: random.Random, index: int) -> tuple[float, dict[str, float]]:
+        offset = shift if shift and rng.random() < 0.5 else 0.0
+        scored = {
+            f"case-{i}": min(1.0, max(0.0, level - offset + rng.gauss(0, noise)))
+            for i, level in enumerate(levels)
+        }
+        return sum(scored.values()) / n, scored
+
+    return draw
+
+
 POPULATIONS = [
     *(
         Population(f"gaussian sd {sd} (median 0.85)", True, gaussian(0.85, sd))
@@ -99,6 +115,8 @@ POPULATIONS = [
     Population("items n=50 p=0.9, sampled ids", True, items(0.9, 50, fixed=False)),
     Population("items n=50 p=0.9, K=15", True, items(0.9, 50), k=15),
     Population("items n=50, half the trials 0.3 lower", False, items(0.9, 50, shift=0.3)),
+    Population("judge over 20 items, noise 0.15", True, judged(20, 0.15)),
+    Population("judge over 20 items, half 0.1 lower", False, judged(20, 0.15, shift=0.1)),
 ]
 
 

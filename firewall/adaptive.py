@@ -40,7 +40,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall.policy import Check, Decision, Status, binary_items, decide, measure
+from firewall.policy import Check, Decision, Status, decide, item_test, measure
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import EPSILON, Stats, sorted_iqr, sorted_median, wilson_interval
@@ -148,7 +148,7 @@ def settle(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision | None:
         return _pass_rate_settled(spec, trials, scored, ordered, stopped)
     if len(ordered) < 2 or ordered[-1] - ordered[0] <= spec.flakiness + EPSILON:
         return None  # every completion within [min, max] keeps the iqr within F
-    if binary_items(scored) is not None:
+    if item_test(scored) is not None:
         return None  # an item test over items not yet seen has no closed form
     # Completions the error budget allows: from `fewest` to `rest` of the other trials score.
     fewest = max(0, rest - (spec.max_errors - errored))
@@ -263,7 +263,11 @@ def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
     if spec.min_pass_rate is not None:
         # Judged on its pass rate alone: the median of pass/fail scores says little.
         assert stats.pass_rate is not None and stats.wilson_low is not None
-        if stats.wilson_low < spec.min_pass_rate - EPSILON <= stats.pass_rate:
+        passes, room = round(stats.pass_rate * scored), max(0, spec.max_k - scored - stats.errors)
+        reachable = wilson_interval(passes + room, scored + room, spec.confidence)[0]
+        if stats.wilson_low < spec.min_pass_rate - EPSILON <= stats.pass_rate and (
+            reachable >= spec.min_pass_rate - EPSILON  # not past help: max_k could clear it
+        ):
             return "a pass rate above min_pass_rate with a lower bound below it"
         return None
     if stats.item_p is not None:

@@ -42,6 +42,7 @@ class RunInfo(BaseModel):
     git_ref: str | None = None
     complete: bool = False
     shard: str | None = None
+    partial: list[str] = []  # a gate's `--allow-partial`: what its parts lacked
 
 
 class Summary(BaseModel):

@@ -273,16 +273,49 @@ class LoadedConfig(BaseModel):
 
 
 def find_config(explicit: Path | None, cwd: Path) -> tuple[Path, str] | None:
-    """Return the config file to read and the key prefix its table lives under."""
+    """Return the config file to read and the key prefix its table lives under.
+
+    Without ``--config``, as pytest finds its rootdir: from ``cwd`` up to the
+    repository's root (the directory holding ``.git``; ``cwd`` alone outside a
+    repository), the first ``firewall.toml``, or ``pyproject.toml`` with a
+    ``[tool.firewall]`` table. The run then works from that directory.
+    """
     if explicit is not None:
         if not explicit.is_file():
             raise ConfigError(f"{explicit}: no such configuration file")
         return explicit, "tool.firewall." if explicit.name == "pyproject.toml" else ""
-    if (cwd / "firewall.toml").is_file():
-        return cwd / "firewall.toml", ""
+    for directory in _up_to_root(cwd):
+        if (directory / "firewall.toml").is_file():
+            return directory / "firewall.toml", ""
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file() and _has_firewall_table(pyproject):
+            return pyproject, "tool.firewall."
     if (cwd / "pyproject.toml").is_file():
-        return cwd / "pyproject.toml", "tool.firewall."
+        return cwd / "pyproject.toml", "tool.firewall."  # read, to say what it lacks
     return None
+
+
+def repository_root(cwd: Path) -> Path | None:
+    """The nearest directory at or above ``cwd`` that holds ``.git``, or None."""
+    here = cwd.resolve()
+    return next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
+
+
+def _up_to_root(cwd: Path) -> list[Path]:
+    here = cwd.resolve()
+    root = repository_root(here)
+    if root is None:
+        return [here]
+    return [d for d in (here, *here.parents) if d == root or root in d.parents]
+
+
+def _has_firewall_table(pyproject: Path) -> bool:
+    try:
+        document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True  # read it, so that the error names what is wrong with it
+    tool = document.get("tool")
+    return isinstance(tool, dict) and "firewall" in tool
 
 
 def load_config(explicit: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
@@ -290,9 +323,15 @@ def load_config(explicit: Path | None = None, cwd: Path | None = None) -> Loaded
     cwd = cwd or Path.cwd()
     found = find_config(explicit, cwd)
     if found is None:
+        root = repository_root(cwd)
+        where = (
+            f"{cwd} or above it up to the repository root {root}"
+            if root and root != cwd.resolve()
+            else str(cwd)
+        )
         raise ConfigError(
-            f"no configuration in {cwd}: create firewall.toml, add [tool.firewall] to "
-            "pyproject.toml, or run `firewall init`"
+            f"no configuration in {where}: create firewall.toml, add [tool.firewall] to "
+            "pyproject.toml, or run `firewall init` (it writes to the repository root)"
         )
     path, prefix = found
     try:

@@ -7,9 +7,13 @@ the orchestrator and a module that fails to import is reported, not fatal.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib.machinery
 import json
+import pkgutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from difflib import get_close_matches
 from pathlib import Path
@@ -30,6 +34,13 @@ def discover(config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
         )
         for entry in settings.evals
     ]
+    for spec in specs:
+        if spec.kind == "python":
+            problem = unresolved(spec.target, cwd)
+            if problem is not None:
+                raise ConfigError(
+                    f"{spec.source}: eval {spec.id!r}: python = {spec.target!r}: {problem}"
+                )
     if settings.paths:
         specs.extend(_decorated(settings.paths, config, cwd))
     seen: dict[str, EvalSpec] = {}
@@ -112,6 +123,26 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
+def nothing_selected(defined: Sequence[EvalSpec], tags: Iterable[str], where: str) -> str:
+    """Why a selection came out empty, with the tags and ids there are to choose from."""
+    if not defined:
+        return (
+            f"no eval is defined: {where} has no [[evals]] and its `paths` hold no "
+            "@firewall.eval function; `firewall list` shows what is found"
+        )
+    known_tags = sorted({tag for spec in defined for tag in spec.tags})
+    missing = [tag for tag in tags if tag not in known_tags]
+    if missing:
+        close = get_close_matches(missing[0], known_tags, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        reason = f"no eval has the tag {missing[0]!r}{hint}"
+    else:
+        reason = f"no eval has all the tags {', '.join(repr(t) for t in tags)}"
+    ids = sorted(spec.id for spec in defined)
+    shown = ", ".join(ids[:12]) + (f" and {len(ids) - 12} more" if len(ids) > 12 else "")
+    return f"{reason}; the tags are {', '.join(known_tags) or 'none'}; the evals are {shown}"
+
+
 def unknown_eval_message(wanted: str, known: Iterable[str]) -> str:
     close = get_close_matches(wanted, list(known), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else "; `firewall list` shows the known ids"
@@ -125,3 +156,80 @@ def _relative(path: Path | None, cwd: Path) -> Path | str:
         return path.resolve().relative_to(cwd.resolve())
     except ValueError:
         return path
+
+
+def unresolved(target: str, cwd: Path) -> str | None:
+    """Why a ``module:function`` target cannot be found, or None (also when it cannot be
+    told without running the module's code, which never runs in the orchestrator).
+
+    The module is found as the worker's import would find it (the project first,
+    then the interpreter's path) without importing anything, and its source is
+    read for a top-level name: a typo costs exit 2 before any trial, not k
+    errored trials blamed on an outage.
+    """
+    module, _, attribute = target.partition(":")
+    name = attribute.split(".")[0]
+    location = _module_source(module, [str(cwd), *sys.path])
+    if isinstance(location, str):
+        return location
+    if location is None or not name:
+        return None  # compiled, namespace or frozen: nothing to read
+    try:
+        tree = ast.parse(location.read_text(encoding="utf-8"), filename=str(location))
+    except (OSError, SyntaxError, ValueError) as exc:
+        return f"{_relative(location, cwd)} cannot be read as Python ({exc})"
+    names, open_ended = _top_level_names(tree)
+    if name in names or open_ended:
+        return None
+    close = get_close_matches(name, sorted(n for n in names if not n.startswith("_")), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{_relative(location, cwd)} defines no {name!r}{hint}"
+
+
+def _module_source(module: str, roots: list[str]) -> Path | str | None:
+    """The source file of ``module``; a message when it does not exist; None when it
+    exists but is not Python source."""
+    search: list[str] | None = roots
+    parts = module.split(".")
+    for depth in range(len(parts)):
+        name = ".".join(parts[: depth + 1])
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name, search)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            siblings = [info.name for info in pkgutil.iter_modules(search)]
+            close = get_close_matches(parts[depth], siblings, n=1)
+            hint = f"; did you mean {'.'.join([*parts[:depth], close[0]])!r}?" if close else ""
+            return f"no module {name!r} in the project or on the interpreter's path{hint}"
+        search = list(spec.submodule_search_locations or [])
+        if depth == len(parts) - 1:
+            origin = spec.origin
+            return Path(origin) if origin and origin.endswith(".py") else None
+    return None
+
+
+def _top_level_names(tree: ast.Module) -> tuple[set[str], bool]:
+    """The names a module binds at its top level (into ``if`` and ``try`` blocks too), and
+    whether it may bind others (``from x import *``, a module ``__getattr__``)."""
+    names: set[str] = set()
+    open_ended = False
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    open_ended = True
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []):
+                    pending.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return names, open_ended or "__getattr__" in names

@@ -22,6 +22,7 @@ CI never reads a crash of the tool as a failing eval.
     │   ├── IssueRefused          a change to one issue refused (locked, 422)
     │   └── PullRequestNotPermitted   Actions may not open pull requests here
     └── UsageError                a command line that cannot be honoured
+        └── NothingSelected       no eval selected: exit 5, never a silent green
 """
 
 from __future__ import annotations
@@ -124,3 +125,10 @@ class PullRequestNotPermitted(IssueError):
 
 class UsageError(FirewallError):
     """The command line asks for something that cannot be done."""
+
+
+class NothingSelected(UsageError):
+    """No eval was selected (a tag or an id that matches nothing, `paths` that find none):
+    a gate that ran nothing must not read as one that passed."""
+
+    exit_code = ExitCode.NOTHING_SELECTED

@@ -6,17 +6,20 @@ Rules, first match wins (contract §4): error, violation, instability
 check, passes too, so a report can show actual against allowed.
 
 Instability is judged on what the trials report. Score-only evals: the IQR
-against ``flakiness``. Evals whose every trial reports binary items (whose
-mean is its score): a test of the trials against the binomial noise of that
-many items (``firewall.stats.item_variance``), since an accuracy over 50
-items scatters by about 0.04 from that noise alone. Both keep the collapse
-fence, the item evals' widened for the same noise (and checked before the
-test, so that a collapse is told by the trial it names).
+against ``flakiness``. Evals whose every trial reports items whose mean is
+its score: a test of the trials against the noise of their items, since an
+accuracy over 50 items scatters by about 0.04 from that noise alone. Binary
+items are tested against binomial noise (``firewall.stats.item_variance``),
+continuous ones over the same ids by a two-way ANOVA of the trial effect
+(``firewall.stats.trial_anova``). Both keep the collapse fence, the item
+evals' widened for the same noise (and checked before the test, so that a
+collapse is told by the trial it names).
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from statistics import NormalDist
 
@@ -24,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
-from firewall.stats import EPSILON, ItemTest, Stats, item_variance, summarize
+from firewall.stats import ANOVA, EPSILON, ItemTest, Stats, item_variance, summarize, trial_anova
 from firewall.text import fmt, one_line
 
 ITEM_TEST_LEVEL = 0.01
@@ -100,10 +103,9 @@ def _measure(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Stats, Item
         costs_usd=metric("cost_usd"),
     )
     # A pass-rate eval is exempt from every instability rule: no test to report either.
-    items = binary_items(scored) if spec.min_pass_rate is None else None
-    if items is None:
+    test = item_test(scored) if spec.min_pass_rate is None else None
+    if test is None:
         return stats, None
-    test = item_variance(items)
     stats.item_test, stats.item_p = test.name, test.result.p_value
     stats.dispersion, stats.items_per_trial = test.dispersion, test.items
     return stats, test
@@ -112,24 +114,35 @@ def _measure(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Stats, Item
 _BINARY = frozenset((0.0, 1.0))  # 1 == 1.0 == True in a set: any binary number is a member
 
 
-def binary_items(scored: Sequence[TrialRecord]) -> list[dict[str, float]] | None:
-    """The trials' items, when every trial reports binary ones whose mean is its score.
+def item_test(scored: Sequence[TrialRecord]) -> ItemTest | None:
+    """The test of the trials against their item noise, when the score is made of items.
 
-    Only then is the score an accuracy over that many items, with the binomial
-    noise the item test allows for. Continuous item scores (a judge's 0.7) keep
-    the plain IQR rule: their noise is not binomial, and a test of the trial
-    effect over them (a two-way ANOVA) needs a variance model per eval that the
-    trials do not report.
+    That is when every trial reports items whose mean is its score. Binary items
+    (an accuracy) are tested against binomial noise (``item_variance``);
+    continuous ones (a judge's 0.7) by a two-way ANOVA of the trial effect
+    (``trial_anova``), which needs the same item ids in every trial: without
+    them there is no item noise to separate, and the plain IQR rule applies.
     """
     if not scored:
         return None
+    binary = True
     for trial in scored:
         values = trial.items.values()
-        if not values or trial.score is None or not _BINARY.issuperset(values):
+        if not values or trial.score is None:
             return None
-        if abs(sum(values) / len(values) - trial.score) > EPSILON:
+        if abs(math.fsum(values) / len(values) - trial.score) > EPSILON:
             return None
-    return [trial.items for trial in scored]
+        binary = binary and _BINARY.issuperset(values)
+    items = [trial.items for trial in scored]
+    if binary:
+        return item_variance(items)
+    if any(trial.keys() != items[0].keys() for trial in items) or len(items) < 2:
+        return None
+    return trial_anova(items)
+
+
+def _noise_name(test: ItemTest) -> str:
+    return "the items' noise" if test.name == ANOVA else "binomial"
 
 
 def _p_text(p: float) -> str:
@@ -189,7 +202,7 @@ def _item_rule(
     reason = (
         ""
         if stable
-        else f"between-trial variance {test.dispersion:.1f}x binomial (p = {p_value}, "
+        else f"between-trial variance {test.dispersion:.1f}x {_noise_name(test)} (p = {p_value}, "
         f"{test.name}; median {fmt(stats.median)}, {fmt(test.items)} items, {count})"
     )
     return check, reason
@@ -212,7 +225,7 @@ def _collapse_rule(
         return check, ""
     low = min((t for t in trials if t.score is not None), key=lambda t: t.score or 0.0)
     noise = (
-        f" ({ITEM_FENCE_Z:.2f} binomial sd of {fmt(test.items)} items)"
+        f" ({ITEM_FENCE_Z:.2f} {_noise_name(test)} sd of {fmt(test.items)} items)"
         if test is not None and width > max(stats.iqr, spec.flakiness)
         else ""
     )

@@ -37,6 +37,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from firewall.stats import betainc
+
 LEVEL = 0.05  # false discovery rate across the evals of one run
 CONFIDENCE = 0.95  # one-sided, for the drop's upper bound
 POWER = 0.8  # for the smallest drop this many trials can detect
@@ -170,40 +172,3 @@ def t_quantile(q: float, df: int) -> float:
         else:
             high = middle
     return (low + high) / 2
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b) (Numerical Recipes' betacf)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1) / (a + b + 2):
-        return front * _beta_fraction(a, b, x) / a
-    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
-
-
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    """The continued fraction of I_x(a, b), by the modified Lentz method."""
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, _nonzero(1.0 - qab * x / qap) ** -1
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        for aa in (
-            m * (b - m) * x / ((qam + m2) * (a + m2)),
-            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
-        ):
-            d = _nonzero(1.0 + aa * d) ** -1
-            c = _nonzero(1.0 + aa / c)
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _nonzero(value: float) -> float:
-    return value if abs(value) > 1e-300 else 1e-300

@@ -343,27 +343,75 @@ def binomial_dispersion(passes: Sequence[int], totals: Sequence[int]) -> ChiSqua
     return ChiSquare(statistic, k - 1, chi2_sf(statistic, k - 1))
 
 
+def f_sf(statistic: float, df1: float, df2: float) -> float:
+    """The upper tail of the F distribution, P(F > statistic), from I_x(df2/2, df1/2)."""
+    if statistic <= 0:
+        return 1.0
+    return betainc(df2 / 2, df1 / 2, df2 / (df2 + df1 * statistic))
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) (Numerical Recipes' betacf)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of I_x(a, b), by the modified Lentz method."""
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, _nonzero(1.0 - qab * x / qap) ** -1
+    h = d
+    for m in range(1, 500):
+        m2 = 2 * m
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
+            d = _nonzero(1.0 + aa * d) ** -1
+            c = _nonzero(1.0 + aa / c)
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _nonzero(value: float) -> float:
+    return value if abs(value) > 1e-300 else 1e-300
+
+
 COCHRAN = "Cochran's Q"
 DISPERSION = "chi-square dispersion"
+ANOVA = "two-way ANOVA"
 
 
 class ItemTest(NamedTuple):
-    """Whether the trials of a binary-item eval differ by more than binomial noise explains."""
+    """Whether the trials of an eval over items differ by more than its item noise explains."""
 
-    name: str  # COCHRAN or DISPERSION
-    result: ChiSquare
-    pass_rate: float  # pooled over every item of every trial
+    name: str  # COCHRAN, DISPERSION or ANOVA
+    result: ChiSquare  # for ANOVA: the F statistic, the trials' degrees of freedom, p
+    pass_rate: float  # the mean item score, pooled over every item of every trial
     items: float  # per trial; their mean when the trials ran different numbers of items
+    dispersion: float  # between-trial variance as a multiple of what item noise explains
+    noise: float  # the standard deviation of one trial's score from item noise alone
 
-    @property
-    def dispersion(self) -> float:
-        """The between-trial variance as a multiple of the binomial one (about 1 if honest)."""
-        return self.result.statistic / self.result.df if self.result.df else 0.0
 
-    @property
-    def noise(self) -> float:
-        """The binomial standard deviation of one trial's score, sqrt(p (1 - p) / n)."""
-        return math.sqrt(self.pass_rate * (1 - self.pass_rate) / self.items)
+def _binomial_test(name: str, result: ChiSquare, pass_rate: float, items: float) -> ItemTest:
+    return ItemTest(
+        name,
+        result,
+        pass_rate,
+        items,
+        dispersion=result.statistic / result.df if result.df else 0.0,
+        noise=math.sqrt(pass_rate * (1 - pass_rate) / items),
+    )
 
 
 def item_variance(trials: Sequence[Mapping[str, float]]) -> ItemTest:
@@ -386,5 +434,46 @@ def item_variance(trials: Sequence[Mapping[str, float]]) -> ItemTest:
         # Each item's passes over the trials; compress() and Counter keep the loop in C.
         rows = Counter(chain.from_iterable(compress(t.keys(), t.values()) for t in trials))
         result = _cochran_from_totals(passes, list(rows.values()))
-        return ItemTest(COCHRAN, result, pass_rate, per_trial)
-    return ItemTest(DISPERSION, binomial_dispersion(passes, totals), pass_rate, per_trial)
+        return _binomial_test(COCHRAN, result, pass_rate, per_trial)
+    return _binomial_test(DISPERSION, binomial_dispersion(passes, totals), pass_rate, per_trial)
+
+
+def trial_anova(trials: Sequence[Mapping[str, float]]) -> ItemTest:
+    """Test the trials' continuous item scores for a trial effect: a two-way ANOVA without
+    replication, items as blocks, every trial over the same item ids.
+
+    A judge that scatters on each item scatters into the item-by-trial
+    interaction, which is the test's error term; only a shift of whole trials
+    (a bad prompt cache, a different model behind the endpoint) raises the
+    trial effect above it. The analogue of Cochran's Q for scores that are
+    not binary.
+    """
+    ids = list(trials[0]) if trials else []
+    if not ids or any(items.keys() != trials[0].keys() for items in trials):
+        raise ValueError("trial_anova needs trials over the same item ids")
+    t, n = len(trials), len(ids)
+    table = [[items[i] for i in ids] for items in trials]  # a row per trial
+    grand = math.fsum(math.fsum(row) for row in table) / (t * n)
+    trial_means = [math.fsum(row) / n for row in table]
+    item_means = [math.fsum(row[j] for row in table) / t for j in range(n)]
+    total = math.fsum((x - grand) ** 2 for row in table for x in row)
+    between = n * math.fsum((m - grand) ** 2 for m in trial_means)
+    blocks = t * math.fsum((m - grand) ** 2 for m in item_means)
+    residual = max(0.0, total - between - blocks)
+    df1, df2 = t - 1, (t - 1) * (n - 1)
+    noise_ms = residual / df2 if df2 else 0.0
+    if df1 == 0 or df2 == 0:
+        f, p = 0.0, 1.0
+    elif noise_ms <= EPSILON * EPSILON:  # no item noise at all: any trial effect is real
+        f, p = (math.inf, 0.0) if between > EPSILON else (0.0, 1.0)
+    else:
+        f = (between / df1) / noise_ms
+        p = f_sf(f, df1, df2)
+    return ItemTest(
+        ANOVA,
+        ChiSquare(f, df1, p),
+        grand,
+        float(n),
+        dispersion=f,
+        noise=math.sqrt(noise_ms / n),
+    )

@@ -220,3 +220,12 @@ def test_a_probe_a_completion_would_extend_is_not_stopped_while_max_k_leaves_roo
     assert settle(make_spec(k=7, max_k=15), six) is None
     settled = settle(make_spec(k=7, max_k=7), six)
     assert settled is not None and settled.status is Status.QUARANTINE
+
+
+def test_a_pass_rate_gate_past_help_is_not_extended() -> None:
+    # 7 of 7 pass: its lower bound 0.65 is below 0.9, and still 0.8 at 15 of 15.
+    spec = make_spec(k=7, max_k=15, min_pass_rate=0.9, threshold=0.5)
+    passes = [trial(1.0, index=i, passed=True) for i in range(7)]
+    assert wanted(spec, passes) == 7
+    reachable = make_spec(k=7, max_k=60, min_pass_rate=0.9, threshold=0.5)
+    assert wanted(reachable, passes) == 10  # 60 of 60 would clear it: worth more trials

@@ -6,6 +6,7 @@ for the budget percentiles and means, firewall.policy.decide for real checks.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import numpy as np
@@ -585,3 +586,39 @@ def test_diagnose_bundles_everything_for_one_eval() -> None:
     assert diagnosis.drift_rates() == {"f": 0.0}
     assert diagnosis.budgets["p95_latency_ms"] is None
     assert [h.kind for h in diagnosis.hints] == [Cause.FEW_CASES, Cause.ERRORS, Cause.BIMODAL]
+
+
+def test_the_same_error_in_every_trial_is_a_bug_or_setup_not_an_outage() -> None:
+    records = [error_trial(f"KeyError: 'b' (trial {i})", index=i) for i in range(7)]
+    hint = hint_of(records, Cause.ERRORS)
+    assert hint.cause == "the same error in every trial: a bug or a setup problem, not flakiness"
+
+
+def test_an_outage_needs_its_text_or_a_mix_of_results() -> None:
+    different = [error_trial("KeyError: 'b'", index=0), error_trial("NameError: x", index=1)]
+    assert hint_of(different, Cause.ERRORS).cause.startswith("every trial errored, in 2 ways")
+    mixed = [*trials(STABLE[:5]), error_trial("ValueError: bad", index=5)]
+    assert hint_of(mixed, Cause.ERRORS).cause.startswith("intermittent errors")
+    gateway = [*trials(STABLE[:5]), error_trial("502 Bad Gateway", index=5)]
+    assert hint_of(gateway, Cause.ERRORS).cause.startswith("an external dependency failing")
+
+
+def test_trial_0_merely_outside_the_others_is_chance_unless_its_clock_says_cold() -> None:
+    scores = [0.76, *STABLE[1:]]  # 0.04 below the others: 2 x max(IQR, 0.02), not 3 x
+    assert Cause.WARM_UP not in kinds(trials(scores))
+    timed = [
+        trial(score, index=i, duration_s=3.0 if i == 0 else 1.0) for i, score in enumerate(scores)
+    ]
+    hint = hint_of(timed, Cause.WARM_UP)
+    assert hint.evidence.endswith(", and it took 3 s against their median 1 s")
+
+
+def test_honest_probes_rarely_get_a_warm_up_hint() -> None:
+    rng = random.Random(11)
+    fired = sum(
+        Cause.WARM_UP in kinds(trials([round(rng.gauss(0.85, 0.03), 4) for _ in range(7)]))
+        for _ in range(2000)
+    )
+    # Trial 0 is the lowest of 7 one probe in seven: outside the others' range by more than
+    # their IQR 7% of the time at sd 0.03 (the old rule), by three times it 0.3%.
+    assert fired / 2000 < 0.01

@@ -715,8 +715,23 @@ def test_evals_whose_items_are_not_an_accuracy_keep_the_iqr_rule(
     assert decision.stats.item_test is None
 
 
-def test_continuous_item_scores_keep_the_iqr_rule() -> None:
+def test_continuous_item_scores_over_the_same_ids_get_the_anova_not_the_iqr_rule() -> None:
     records = [trial(0.7, index=j, items={"case-0": 0.6, "case-1": 0.8}) for j in range(7)]
+
+    decision = decide(make_spec(threshold=0.5), records)
+
+    assert check_names(decision) == [
+        "errors",
+        "violations",
+        "collapse fence",
+        "item variance",
+        "median",
+    ]
+    assert decision.stats.item_test == "two-way ANOVA"
+
+
+def test_continuous_item_scores_over_different_ids_keep_the_iqr_rule() -> None:
+    records = [trial(0.7, index=j, items={f"case-{j}": 0.6, "b": 0.8}) for j in range(7)]
 
     decision = decide(make_spec(threshold=0.5), records)
 

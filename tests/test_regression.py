@@ -14,12 +14,12 @@ from firewall.regression import (
     MIN_RUNS,
     RunMean,
     benjamini_hochberg,
-    betainc,
     compare,
     judge,
     t_quantile,
     t_sf,
 )
+from firewall.stats import betainc
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 5, 9, 19, 30, 100])

@@ -19,6 +19,12 @@ from firewall.pipeline.run import gate as gate_pipeline
 @output_options
 @dry_run_option
 @click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
+@click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="Decide the parts given even if a shard is missing or their base seeds differ "
+    "(the report and the summary say what was missing).",
+)
 def gate(
     parts: tuple[Path, ...],
     config_path: Path | None,
@@ -27,14 +33,20 @@ def gate(
     dry_run: bool,
     fmt: str,
     verbose: bool,
+    allow_partial: bool,
 ) -> None:
     """Decide the evals probed in PARTS (from `firewall probe --out`), as `run` would.
 
-    Exit codes are those of `firewall run`; a part that was interrupted makes
-    the gate's result incomplete (exit 130).
+    PARTS must be one whole probe: every shard I/N of it, one base seed. A
+    missing shard (an artefact that failed to download) is exit 2, not a green
+    gate over half the evals, unless --allow-partial. Exit codes are those of
+    `firewall run`; a part that was interrupted makes the gate's result
+    incomplete (exit 130).
     """
     ctx = context.load(config_path, with_evals=False)
-    options = RunOptions(dry_run=dry_run, report=report, issues=not no_issues)
+    options = RunOptions(
+        dry_run=dry_run, report=report, issues=not no_issues, allow_partial=allow_partial
+    )
     present = render.run_result(fmt, verbose=verbose, registry=ctx.settings.registry)
     result = gate_pipeline(ctx, parts, options, present=present)
     raise SystemExit(result.exit_code)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from firewall import output
+from firewall.config import repository_root
 from firewall.scaffold import ACTION_REF, scaffold
 
 
@@ -18,12 +19,16 @@ from firewall.scaffold import ACTION_REF, scaffold
     help="What the workflows put after `uses:` (a fork, a tag, a commit).",
 )
 def init(action: str) -> None:
-    """Scaffold firewall.toml, evals/example_eval.py and two GitHub workflows here.
+    """Scaffold firewall.toml, evals/example_eval.py and two GitHub workflows at the
+    repository's root (here, outside a git repository).
 
     Existing files are never overwritten: each one is reported and left as
     it is. Afterwards: `firewall list`, then `firewall run`.
     """
-    root = Path.cwd()
+    here = Path.cwd()
+    root = repository_root(here) or here
+    if root != here.resolve():
+        output.echo(f"writing to the repository root {root}: GitHub reads workflows only there")
     for planned in scaffold(root, action=action):
         verb = "created" if planned.created else "skipped"
         note = f" ({planned.note})" if planned.note else ""

@@ -52,7 +52,7 @@ def probe(
     other file is touched: not the registry, not the history. The part is
     written even when interrupted (then it is marked incomplete, exit 130).
     """
-    ctx = context.load(config_path, ids, tags)
+    ctx = context.load(config_path, ids, tags, require=True)
     options = RunOptions(k=k, seed=seed, shard=shard, include_quarantined=include_quarantined)
     with output.progress() as progress:
         part = probe_to(ctx, options, out, progress=progress)

@@ -9,6 +9,7 @@ import click
 from firewall import output
 from firewall.cli.common import config_option
 from firewall.pipeline import context, manual
+from firewall.text import columns
 
 
 @click.group()
@@ -55,10 +56,22 @@ def list_entries(config_path: Path | None) -> None:
         return
     at = ctx.clock()
     release_after = ctx.settings.nightly.release_after
+    rows = [("EVAL", "SOURCE", "SINCE", "STREAK", "OWNER", "REVIEW", "REASON")]
     for eval_id, entry in sorted(entries.items()):
-        overdue = "  REVIEW OVERDUE" if entry.overdue(at) else ""
-        owner = f"  @{entry.owner}" if entry.owner else ""
-        output.echo(
-            f"{eval_id}  {entry.source}  since {entry.since:%Y-%m-%d}  "
-            f"streak {entry.stable_streak}/{release_after}{owner}{overdue}  {entry.reason}"
+        rows.append(
+            (
+                eval_id,
+                entry.source,
+                f"{entry.since:%Y-%m-%d}",
+                f"{entry.stable_streak}/{release_after}",
+                f"@{entry.owner}" if entry.owner else "-",
+                "OVERDUE"
+                if entry.overdue(at)
+                else f"{entry.review_by:%Y-%m-%d}"
+                if entry.review_by
+                else "-",
+                entry.reason,
+            )
         )
+    for line in columns(rows, ragged_last=True):
+        output.echo(line)

@@ -10,9 +10,15 @@ model changed      ``model_id`` takes more than one value             1.0
 prompt changed     ``prompt_version`` takes more than one value       1.0
 concurrency        Spearman |rho|(score, in_flight) >= 0.7, n >= 5    |rho|
 latency            Spearman |rho|(score, latency_ms) >= 0.7, n >= 5   |rho|
-errors             any trial errored                                  0.5 + 0.5 x share
+errors             any trial errored; the cause is read from how:     0.5 + 0.5 x share
+                   the same error in every trial is a bug or a
+                   setup problem, an outage needs its text (5xx,
+                   connection) or a mix of scored and errored
 warm-up            trial 0 is beyond the others' range by more than   0.8
-                   max(IQR of the others, 0.02), with >= 3 others
+                   3 x max(IQR of the others, 0.02), or by more
+                   than 1 x and it took twice the others' median
+                   time (a cold start shows in the clock), with >= 3
+                   others
 few cases          1-3 cases flip, and at most 20% of the cases,     0.7
                    while the score scatters
 two behaviours     the largest gap in the sorted scores leaves >= 2   0.5
@@ -52,6 +58,16 @@ BIMODAL_MIN_GAP = 0.05
 BIMODAL_GAP_RATIO = 3.0
 _RATE_LIMIT = re.compile(r"rate.?limit|\b429\b|too many requests", re.IGNORECASE)
 _TIMEOUT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
+_OUTAGE = re.compile(
+    r"\b5\d\d\b|unavailable|bad gateway|overloaded|unreachable|"
+    r"connection (?:reset|refused|aborted|error)|temporary failure",
+    re.IGNORECASE,
+)
+WARMUP_FENCE = 3.0
+"""How far beyond the others trial 0 must be on its score alone: by chance it is the
+lowest one probe in k, so merely outside their range is no evidence of a cold start."""
+WARMUP_SLOWER = 2.0
+"""Or how many times the others' median duration it took, when it is beyond them at all."""
 
 
 # --- correlation -------------------------------------------------------------------------
@@ -196,12 +212,20 @@ def _errors_hint(trials: Sequence[TrialRecord]) -> Hint | None:
         return None
     messages = [t.error or "" for t in errored]
     timeouts = sum(bool(_TIMEOUT.search(m)) for m in messages)
-    if any(_RATE_LIMIT.search(m) for m in messages):
+    shapes = {re.sub(r"\d+", "#", m) for m in messages}
+    every = len(errored) == len(trials)
+    if every and len(shapes) == 1:
+        cause = "the same error in every trial: a bug or a setup problem, not flakiness"
+    elif any(_RATE_LIMIT.search(m) for m in messages):
         cause = "rate limiting: an outside service refused calls"
     elif timeouts:
         cause = "timeouts: a slow or hanging external dependency"
-    else:
+    elif any(_OUTAGE.search(m) for m in messages):
         cause = "an external dependency failing (errors, never low scores)"
+    elif every:
+        cause = f"every trial errored, in {len(shapes)} ways: a setup problem more than an outage"
+    else:
+        cause = "intermittent errors: some trials score, others fail"
     detail = f" ({timeouts} timed out)" if timeouts else ""
     return Hint(
         kind=Cause.ERRORS,
@@ -222,13 +246,23 @@ def _warm_up_hint(trials: Sequence[TrialRecord]) -> Hint | None:
     allowed = max(iqr(rest), WARMUP_FLOOR)
     if beyond <= allowed + EPSILON:
         return None
+    durations = {t.index: t.duration_s for t, _ in scored}
+    others = sorted(d for i, d in durations.items() if i != 0 and d is not None)
+    typical = others[len(others) // 2] if others else 0.0
+    took = durations.get(0)
+    slow = took is not None and typical > 0 and took >= WARMUP_SLOWER * typical
+    if beyond <= WARMUP_FENCE * allowed + EPSILON and not slow:
+        return None
+    clock = (
+        f", and it took {fmt(took or 0)} s against their median {fmt(typical)} s" if slow else ""
+    )
     return Hint(
         kind=Cause.WARM_UP,
         cause="warm-up: the first trial ran cold (cache, connection, lazy load)",
         weight=0.8,
         evidence=f"trial 0 scored {fmt(first)}, the other {len(rest)} trials "
         f"{fmt(min(rest))}-{fmt(max(rest))}: {fmt(beyond)} beyond their range "
-        f"(more than max(their IQR, {fmt(WARMUP_FLOOR)}) = {fmt(allowed)})",
+        f"(max(their IQR, {fmt(WARMUP_FLOOR)}) = {fmt(allowed)}){clock}",
     )
 
 

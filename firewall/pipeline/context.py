@@ -19,8 +19,8 @@ from pathlib import Path
 
 from firewall import output
 from firewall.config import LoadedConfig, Settings, load_config
-from firewall.discovery import discover, select
-from firewall.errors import ConfigError
+from firewall.discovery import discover, nothing_selected, select
+from firewall.errors import ConfigError, NothingSelected
 from firewall.lifecycle import (
     PROGRESS_FIELDS,
     Entry,
@@ -224,17 +224,25 @@ def load(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     with_evals: bool = True,
+    require: bool = False,
     clock: Clock = now,
 ) -> Context:
     """Read the config, check the paths it names, and discover the selected evals.
 
     ``with_evals=False`` skips discovery (which imports the evals' modules) for
-    commands that need only the settings and the registry.
+    commands that need only the settings and the registry. ``require`` makes an
+    empty selection a ``NothingSelected`` (exit 5): what `run` and `probe` ask.
     """
     cwd = cwd or Path.cwd()
     config = load_config(config_path, cwd)
+    if config_path is None and config.path is not None and config.path.parent != cwd.resolve():
+        cwd = config.path.parent  # found above: the project's root, as pytest's rootdir
     check_paths(config, cwd)
-    specs = select(discover(config, cwd), ids, tags) if with_evals else []
+    defined = discover(config, cwd) if with_evals else []
+    specs = select(defined, ids, tags)
+    if require and not specs:
+        where = config.path.name if config.path else "the config"
+        raise NothingSelected(nothing_selected(defined, tags, where))
     local = LocalHistory(cwd / config.settings.history)
     ctx = Context(
         cwd=cwd,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from difflib import get_close_matches
 
 from firewall.config import parse_owner
 from firewall.discovery import unknown_eval_message
@@ -47,11 +48,11 @@ def release(ctx: Context, eval_id: str, *, reason: str | None, issues: bool) -> 
         if eval_id not in entries:
             if not entries:
                 raise UsageError(f"{eval_id} is not quarantined: {ctx.registry.path.name} is empty")
-            raise UsageError(
-                unknown_eval_message(eval_id, entries).replace(
-                    "no eval with id", "no quarantined eval with id"
-                )
+            close = get_close_matches(eval_id, list(entries), n=1)
+            hint = (
+                f"did you mean {close[0]!r}?" if close else "`firewall quarantine list` shows them"
             )
+            raise UsageError(f"no quarantined eval with id {eval_id!r}; {hint}")
         released = entries.pop(eval_id)
     effects.publish_release(ctx, eval_id, released, reason, issues=issues)
     return released

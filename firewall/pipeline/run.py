@@ -11,6 +11,7 @@ that what the command prints comes before what GitHub is told.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
@@ -34,9 +35,9 @@ from firewall.policy import Check, Status
 from firewall.regression import Judgement, RunMean, compare
 from firewall.runner import Schedule
 from firewall.runner.seeds import BaseSeed
-from firewall.spec import EvalSpec
+from firewall.spec import EvalSpec, warnings_for
 from firewall.store.history import rows_for
-from firewall.store.parts import Probed, load_parts
+from firewall.store.parts import Probed, gaps, load_parts
 from firewall.store.reports import write_report
 
 
@@ -51,6 +52,7 @@ class RunOptions:
     dry_run: bool = False
     report: Path | None = None  # None: the config's `report`
     issues: bool = True  # False: --no-issues
+    allow_partial: bool = False  # gate: decide parts with a shard missing or mixed seeds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +77,7 @@ class RunResult:
 
 Present = Callable[[RunResult], None]
 BASELINE_RUNS = 20  # the default branch's most recent runs an eval is compared with
+BASELINE_WINDOW = dt.timedelta(days=30)  # ...of this long ago at most: a read that stays short
 
 
 def run(
@@ -100,8 +103,12 @@ def gate(
     ctx: Context, paths: Sequence[Path], options: RunOptions, *, present: Present | None = None
 ) -> RunResult:
     """`firewall gate`: merge probe parts, decide, record, present, publish."""
-    parts = load_parts(paths)
+    parts = load_parts(paths, allow_partial=options.allow_partial)
     artefact = conclude(parts, ctx.entries(), mode="gate", finished_at=ctx.clock())
+    if lacks := gaps(paths, parts):
+        artefact = artefact.model_copy(
+            update={"run": artefact.run.model_copy(update={"partial": lacks})}
+        )
     artefact, _ = against_default_branch(ctx, artefact, [s for part in parts for s in part.specs])
     return _finish(ctx, artefact, options, present)
 
@@ -120,6 +127,9 @@ def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = No
     quarantined = ctx.entries()
     chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
     probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
+    for spec in probed:  # what `firewall list` warns of, said where it costs trials
+        for warning in warnings_for(spec):
+            ctx.notice(f"{spec.id}: {warning}")
     return probe_part(
         ctx,
         chosen,
@@ -199,7 +209,8 @@ def against_default_branch(
         if r.id in opted and r.status in (Status.PASS, Status.FAIL) and r.trials
     }
     baselines: dict[str, list[RunMean]] = {eval_id: [] for eval_id in probed}
-    for row in ctx.history.scan(set(probed)):
+    since = ctx.clock() - BASELINE_WINDOW
+    for row in ctx.history.recent(set(probed), since=since):
         if (
             row.git_ref == f"refs/heads/{base}"
             and row.mode in ("run", "gate", "nightly")

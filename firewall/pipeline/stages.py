@@ -203,8 +203,14 @@ def conclude(
                     reports.append(skipped(spec, entry))
                 continue
             report = judge(spec, part.trials[spec.id], blocking=False if entry else None)
-            if entry is not None and report.status is Status.QUARANTINE:
-                report = report.model_copy(update={"status": Status.QUARANTINED})
+            if entry is not None:  # probed with --include-quarantined: it stays quarantined
+                probed = report.status.label
+                report = report.model_copy(
+                    update={
+                        "status": Status.QUARANTINED,
+                        "reason": f"in quarantine, probed {probed}: {report.reason}",
+                    }
+                )
             reports.append(report)
     complete = all(part.complete for part in parts)
     return Artefact(

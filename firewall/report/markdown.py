@@ -186,6 +186,8 @@ def _run_line(artefact: Artefact) -> str:
         parts.append(f"commit {cell(run.git_sha[:12], ID_LIMIT)}")
     if run.shard:
         parts.append(f"shard {cell(run.shard, ID_LIMIT)}")
+    if run.partial:
+        parts.append(f"**partial** ({cell('; '.join(run.partial))})")
     if note := adaptivity(artefact):
         parts.append(f"{artefact.summary.trials} trials ({note})")
     parts.append(f"exit code {artefact.summary.exit_code}")

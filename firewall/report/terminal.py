@@ -3,6 +3,7 @@ need a look, and the closing lines (counts, what changed on disk, where the repo
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,8 +28,13 @@ _HEADER = ("STATUS", "EVAL", "MEDIAN", "IQR", "K", "PASS", "REASON")
 def table(
     reports: Sequence[EvalReport], *, colour: bool | None = None, verbose: bool = False
 ) -> str:
-    """The run as a terminal table: status, eval, median, IQR, k, pass rate, reason."""
-    colour = sys.stdout.isatty() if colour is None else colour
+    """The run as a terminal table: status, eval, median, IQR, k, pass rate, reason.
+
+    Coloured on a terminal unless ``NO_COLOR`` is set (no-color.org); a status
+    marked ``*`` does not block (a non-blocking eval's FAIL or ERROR).
+    """
+    if colour is None:
+        colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     rows = [_row(report) for report in reports]
     header, *lines = columns([_HEADER, *rows], ragged_last=True)
     out = [header]
@@ -44,7 +50,7 @@ def table(
 def _row(report: EvalReport) -> tuple[str, ...]:
     # An errored probe's numbers come from the few trials that scored: not worth a glance.
     hide = report.status is Status.ERROR
-    marker = "" if report.blocking or report.status is not Status.FAIL else "*"
+    marker = "*" if _nonblocking_failure(report) else ""
     return (
         report.status.label + marker,
         report.id,
@@ -56,10 +62,19 @@ def _row(report: EvalReport) -> tuple[str, ...]:
     )
 
 
+def _nonblocking_failure(report: EvalReport) -> bool:
+    return not report.blocking and report.status in (Status.FAIL, Status.ERROR)
+
+
 def _details(report: EvalReport, *, verbose: bool) -> list[str]:
     lines: list[str] = []
     if verbose or report.status in (Status.FAIL, Status.ERROR, Status.QUARANTINE):
         lines.extend(format_check(check) for check in report.checks)
+    if verbose and report.stats.p50_latency_ms is not None:
+        stats = report.stats
+        lines.append(
+            f"latency p50 {number(stats.p50_latency_ms)} ms, p95 {number(stats.p95_latency_ms)} ms"
+        )
     lines.extend(f"likely: {describe_hint(hint)}" for hint in report.hints[:3])
     if report.status is not Status.PASS:
         if report.flips:
@@ -81,7 +96,7 @@ def summary_line(artefact: Artefact) -> str:
         f"{s.quarantined} in quarantine",
         f"{s.error} errored",
     ]
-    nonblocking = sum(1 for r in artefact.evals if not r.blocking and r.status is Status.FAIL)
+    nonblocking = sum(1 for r in artefact.evals if _nonblocking_failure(r))
     note = f" (* {nonblocking} non-blocking)" if nonblocking else ""
     state = "" if artefact.run.complete else " -- INTERRUPTED, results incomplete"
     return (
@@ -124,6 +139,8 @@ def closing_lines(
 ) -> list[str]:
     """The counts, the registry entries written (or that a dry run would write), the report."""
     lines = [summary_line(artefact)]
+    if artefact.run.partial:
+        lines.append(f"partial gate (--allow-partial): {'; '.join(artefact.run.partial)}")
     if note := adaptivity(artefact):
         lines.append(f"{note}: {artefact.summary.trials} run, k planned {artefact.summary.planned}")
     lines += [

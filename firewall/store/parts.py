@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall.discovery import Shard
 from firewall.errors import ArtefactError
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
@@ -45,9 +46,16 @@ class Probed(BaseModel):
         write_atomic(path, self.model_dump_json(indent=1) + "\n")
 
 
-def load_parts(paths: Sequence[Path]) -> list[Probed]:
-    """The probe parts at ``paths``, refusing an eval probed in more than one of them."""
+def load_parts(paths: Sequence[Path], *, allow_partial: bool = False) -> list[Probed]:
+    """The probe parts at ``paths``, refusing an eval probed in more than one of them,
+    and a set with a shard missing or of mixed base seeds unless ``allow_partial``."""
     parts = [load_part(path) for path in paths]
+    problems = gaps(paths, parts)
+    if problems and not allow_partial:
+        raise ArtefactError(
+            f"{'; '.join(problems)}: these parts are not one whole probe; pass every part "
+            "of one probe, or `--allow-partial` to decide the ones you have"
+        )
     seen: dict[str, Path] = {}
     for path, part in zip(paths, parts, strict=True):
         for eval_id in part.trials:
@@ -69,3 +77,29 @@ def load_part(path: Path) -> Probed:
         kind="firewall-probe-part",
         hint=" (write one with `firewall probe --out`)",
     )
+
+
+def gaps(paths: Sequence[Path], parts: Sequence[Probed]) -> list[str]:
+    """What a set of parts lacks to be one whole probe: shards not among them, base
+    seeds that differ. A shard whose artefact did not download must not pass for green."""
+    problems = []
+    counts: dict[int, set[int]] = {}
+    for part in parts:
+        if part.shard:
+            shard = Shard.parse(part.shard)
+            counts.setdefault(shard.count, set()).add(shard.index)
+    if len(counts) > 1:
+        problems.append(
+            f"the parts split the evals {' and '.join(f'{n} ways' for n in sorted(counts))}"
+        )
+    for total, seen in sorted(counts.items()):
+        missing = [f"{i}/{total}" for i in range(1, total + 1) if i not in seen]
+        if missing:
+            problems.append(f"shard {', '.join(missing)} is missing")
+    seeds = {part.base_seed for part in parts}
+    if len(seeds) > 1:
+        each = ", ".join(
+            f"{part.base_seed} in {path}" for path, part in zip(paths, parts, strict=True)
+        )
+        problems.append(f"the parts ran with different base seeds ({each})")
+    return problems

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from firewall.artefact import SCHEMA_VERSION, Artefact
+from firewall.errors import ArtefactError
 from firewall.store.atomic import write_atomic
 from firewall.store.jsonfile import read_versioned
 
@@ -15,4 +17,20 @@ def write_report(path: Path, artefact: Artefact) -> None:
 
 
 def load_report(path: Path) -> Artefact:
-    return read_versioned(path, Artefact, what="report", version=SCHEMA_VERSION)
+    try:
+        return read_versioned(path, Artefact, what="report", version=SCHEMA_VERSION)
+    except ArtefactError:
+        if _is_probe_part(path):
+            raise ArtefactError(
+                f"{path}: this is a probe part (from `firewall probe --out`), not a report: "
+                f"decide it with `firewall gate {path}`"
+            ) from None
+        raise
+
+
+def _is_probe_part(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == "firewall-probe-part"

@@ -115,6 +115,7 @@ def test_artefact_has_the_contract_shape(project: Path) -> None:
         "git_ref",
         "complete",
         "shard",
+        "partial",
     }
     assert artefact["run"]["started_at"].endswith("Z") and artefact["run"]["base_seed"] == 7
     evaluation = artefact["evals"][0]
@@ -355,6 +356,41 @@ def test_probe_shards_then_gate_merges(project: Path) -> None:
     artefact = report(project)
     assert artefact["run"]["mode"] == "gate"
     assert sorted(e["id"] for e in artefact["evals"]) == ["a", "b", "c"]
+
+
+def three_evals_in_two_shards(project: Path, *, seeds: tuple[str, str] = ("7", "7")) -> None:
+    write_config(
+        project, "".join(command_eval(name, CONSTANT.format(score=0.9)) for name in ("a", "b", "c"))
+    )
+    for index, seed in enumerate(seeds, start=1):
+        args = ("probe", "--shard", f"{index}/2", "--seed", seed, "--out", f"p{index}.json")
+        assert invoke(*args).exit_code == 0
+
+
+def test_a_gate_with_a_shard_missing_refuses_to_go_green(project: Path) -> None:
+    three_evals_in_two_shards(project)
+    result = CliRunner().invoke(main, ["gate", "p1.json"])
+    assert result.exit_code == 2
+    assert "shard 2/2 is missing: these parts are not one whole probe" in result.output
+    assert "--allow-partial" in result.output
+    assert not (project / "firewall-report.json").exists()
+
+
+def test_a_gate_of_parts_with_different_base_seeds_is_refused(project: Path) -> None:
+    three_evals_in_two_shards(project, seeds=("7", "8"))
+    result = CliRunner().invoke(main, ["gate", "p1.json", "p2.json"])
+    assert result.exit_code == 2
+    assert "the parts ran with different base seeds (7 in p1.json, 8 in p2.json)" in result.output
+
+
+def test_allow_partial_decides_what_it_has_and_says_what_was_missing(project: Path) -> None:
+    three_evals_in_two_shards(project)
+    result = invoke("gate", "p1.json", "--allow-partial")
+    assert result.exit_code == 0, result.output
+    assert "partial gate (--allow-partial): shard 2/2 is missing" in result.output
+    artefact = report(project)
+    assert artefact["run"]["partial"] == ["shard 2/2 is missing"]
+    assert sorted(e["id"] for e in artefact["evals"]) == ["a", "c"]
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ def hub(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubStandI
     (project / "tone.py").write_text(EVAL)
     (project / "mode.txt").write_text("unstable")
     (project / "firewall.toml").write_text(
-        "k = 5\n[nightly]\nk = 5\nrelease_after = 2\n"
+        "k = 5\n[nightly]\nk = 30\nrelease_after = 2\n"
         '[[evals]]\nid = "tone"\ncommand = "python3 tone.py {seed} {trial}"\nowner = "alice"\n'
     )
     with GitHubStandIn(assignable={"alice"}) as standin:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 from firewall.pipeline import context
 from firewall.pipeline.run import RunOptions, run
 from firewall.store.history import HistoryRow, LocalHistory
+from firewall.timeutil import to_text
 
+NOW = dt.datetime.now(dt.timezone.utc)  # the runs of the default branch, days before this one
 CONFIG = """
 k = 7
 seed = 7
@@ -41,7 +44,7 @@ def main_history(root: Path, means: list[float]) -> None:
                 mode="run",
                 status="pass",
                 k=7,
-                build_ts=f"2026-11-{n + 1:02d}T09:00:00Z",
+                build_ts=to_text(NOW - dt.timedelta(days=len(means) - n)),
                 median=mean,
                 mean=mean,
                 sd=0.005,
@@ -116,3 +119,20 @@ def test_too_little_history_gives_no_verdict_and_no_failure(project: Path, runs:
     assert triage["status"] == "pass"
     check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
     assert check["ok"] is True and "no-baseline" in check["allowed"]
+
+
+def test_an_unclear_drop_gets_trials_up_to_max_k_before_it_says_so(project: Path) -> None:
+    write_project(project, 0.895)  # a drop of about 0.005 against max_drop 0.01: unclear
+    (project / "firewall.toml").write_text(
+        CONFIG.replace("max_drop = 0.01 }", "max_drop = 0.01 }\nflakiness = 0.1")
+    )
+    (project / "score.py").write_text(  # a spread of 0.03 a trial: 7 trials cannot tell
+        "import sys\nprint(0.895 + (int(sys.argv[1]) % 3 - 1) * 0.03)\n"
+    )
+    main_history(project, [0.90, 0.91, 0.89, 0.90, 0.905, 0.895])
+    triage = decide(project, pull_request_env(project))["triage"]
+    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
+    assert "(unclear)" in check["allowed"]
+    assert len(triage["trials"]) == 15  # type: ignore[arg-type]
+    assert triage["stop"]["trials"] == 15 and triage["stop"]["planned"] == 7  # type: ignore[index]
+    assert "detect" in str(triage["reason"])

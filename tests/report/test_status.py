@@ -143,6 +143,39 @@ def test_calibrate_suggests_the_p80_and_its_cost() -> None:
     assert result.overall.points == 21
 
 
+def test_a_few_wild_evals_do_not_pull_the_global_suggestion_up() -> None:
+    calm = [
+        row(f"calm-{e}", f"r{i}", days_ago=i, iqr=0.01 + 0.001 * i)
+        for e in range(3)
+        for i in range(12)
+    ]
+    wild = [
+        row(f"wild-{e}", f"r{i}", days_ago=i, iqr=0.2 + 0.01 * i)
+        for e in range(2)
+        for i in range(12)
+    ]
+    result = calibrate(calm + wild, {}, 0.03)
+    pooled = float(np.percentile([r.iqr for r in calm + wild], 80))
+    assert pooled > 0.1  # what the P80 of every probe together would have said
+    assert result.overall.flakiness == pytest.approx(
+        np.percentile([0.01 + 0.001 * i for i in range(12)], 80), abs=1e-4
+    )
+
+
+def test_calibrate_never_suggests_a_flakiness_of_zero() -> None:
+    rows = [row("exact", f"r{i}", days_ago=i, iqr=0.0) for i in range(12)]
+    result = calibrate(rows, {}, 0.03)
+    assert result.evals[0].flakiness == 0.01 and result.overall.flakiness == 0.01
+
+
+def test_the_snippet_is_commented_out_and_says_what_the_p80_means(project: Path) -> None:
+    (project / "firewall.toml").write_text('[[evals]]\nid = "tone"\ncommand = "true"\n')
+    write_history(project, [row("tone", f"r{i}", days_ago=0, iqr=i / 100) for i in range(12)])
+    snippet = CliRunner().invoke(main, ["calibrate"]).output
+    assert "80% of its past probes stayed within" in snippet
+    assert all(line.startswith("#") for line in snippet.splitlines() if line.strip())
+
+
 def test_calibrate_ignores_rows_without_an_iqr() -> None:
     rows = [row("tone", "r", days_ago=0, iqr=None)] * 30
     assert calibrate(rows, {}, 0.03).overall.points == 0

@@ -44,6 +44,7 @@ def test_written_sorted_indented_with_a_trailing_newline(tmp_path: Path) -> None
         "git_sha",
         "issue",
         "stable_streak",
+        "clean_trials",
         "last_probe",
         "review_by",
         "owner",
