@@ -66,19 +66,18 @@ def printable(text: str) -> str:
 
 
 def sparkline(values: Sequence[float | None], width: int = 14) -> str:
-    """The last ``width`` values as block characters, scaled between their own min and max."""
-    values = list(values)[-width:]
-    present = [v for v in values if v is not None]
-    if not present:
-        return GAP * len(values)
-    low, high = min(present), max(present)
-    span = high - low
+    """The last ``width`` values as block characters on one fixed scale, 0 to 1.
+
+    Scores live in [0, 1], and every sparkline shares that scale, so that one
+    reads against another: a steady eval at 0.85 draws a flat ``▇▇▇``, not the
+    full height its own min and max would stretch it to, and a single point sits
+    at its level. Values outside the scale are drawn at its edge.
+    """
     out = []
-    for value in values:
+    for value in list(values)[-width:]:
         if value is None:
             out.append(GAP)
-        elif span < 1e-12:
-            out.append(BLOCKS[len(BLOCKS) // 2])
         else:
-            out.append(BLOCKS[round((value - low) / span * (len(BLOCKS) - 1))])
+            level = round(min(max(value, 0.0), 1.0) * (len(BLOCKS) - 1))
+            out.append(BLOCKS[level])
     return "".join(out)

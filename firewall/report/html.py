@@ -1,20 +1,24 @@
-"""The artefact as one self-contained HTML page: inline CSS, no script, no outside asset.
+"""The artefact as one self-contained HTML page: inline CSS and SVG, no script, no outside asset.
 
 The layout lives in ``templates/report.html.j2``; this module turns each eval
-into display strings. Everything an eval supplied is untrusted: the template
-is rendered with autoescape on, a Content-Security-Policy forbids scripts in
-case anything ever slipped through, and every ``{{ value }}`` passes through
-``_finalize``, which drops control characters and writes line breaks as
-character references. That keeps each value on the line where the template put
-it, so no line of the page starts with eval text: printed in a GitHub job, a
-line starting with ``::`` would be read as a workflow command. The other form,
-``##[`` anywhere in a line, is defused where a page is printed or saved by
-``firewall report`` (``output.inert_markup``, a character reference).
+into display strings, and into the numbers of its pictures (``charts.py``): a
+strip plot of its trials and, given the medians of recent runs, a trend chart.
+
+Everything an eval supplied is untrusted: the template is rendered with
+autoescape on, a Content-Security-Policy forbids scripts in case anything ever
+slipped through, and every ``{{ value }}`` passes through ``_finalize``, which
+drops control characters and writes line breaks as character references. That
+keeps each value on the line where the template put it, so no line of the page
+starts with eval text: printed in a GitHub job, a line starting with ``::``
+would be read as a workflow command. The other form, ``##[`` anywhere in a
+line, is defused where a page is printed or saved by ``firewall report``
+(``output.inert_markup``, a character reference).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jinja2
@@ -29,8 +33,10 @@ from firewall.diagnostics import (
     format_check,
 )
 from firewall.policy import Status
+from firewall.report.charts import Mark, StripPlot, TrendChart, strip_plot, trend_chart
 from firewall.runner.trial import TrialRecord
-from firewall.text import fmt, number, printable
+from firewall.stats import Stats, quartiles
+from firewall.text import MISSING, fmt, number, printable, sparkline
 from firewall.timeutil import to_text
 
 
@@ -50,7 +56,7 @@ class EvalView:
     """One eval as the page shows it; strings are raw here and escaped by the template."""
 
     anchor: str
-    open: bool  # what blocked the run starts unfolded
+    open: bool  # what failed, errored or scattered starts unfolded
     id: str
     status: str
     css: str
@@ -66,13 +72,31 @@ class EvalView:
     flips: tuple[str, ...]
     drift: tuple[str, ...]
     trials: tuple[TrialRow, ...]
+    strip: StripPlot | None
+    strip_caption: str
+    trend: TrendChart | None
+    trend_caption: str
+    sparkline: str
 
 
-def render_html(artefact: Artefact) -> str:
-    """The page, worst evals first."""
+def render_html(
+    artefact: Artefact, *, trends: Mapping[str, Sequence[float | None]] | None = None
+) -> str:
+    """The page, worst evals first.
+
+    ``trends`` maps an eval id to its medians over recent runs, oldest first and
+    this run last, None where a probe had none; an eval with two or more gets a
+    trend chart, and the table a sparkline column.
+    """
+    trends = trends or {}
     ordered = sorted(artefact.evals, key=severity)
-    views = [_view(report, position) for position, report in enumerate(ordered, start=1)]
-    return _ENV.get_template("report.html.j2").render(_context(artefact), evals=views)
+    views = [
+        _view(report, position, trends.get(report.id, ()))
+        for position, report in enumerate(ordered, start=1)
+    ]
+    return _ENV.get_template("report.html.j2").render(
+        _context(artefact), evals=views, with_trends=any(view.trend for view in views)
+    )
 
 
 def _finalize(value: Any) -> Any:
@@ -126,7 +150,7 @@ def _context(artefact: Artefact) -> dict[str, Any]:
     }
 
 
-def _view(report: EvalReport, position: int) -> EvalView:
+def _view(report: EvalReport, position: int, medians: Sequence[float | None]) -> EvalView:
     stats = report.stats
     # An errored probe's numbers come from the few trials that scored: not worth a glance.
     hide = report.status is Status.ERROR
@@ -134,9 +158,10 @@ def _view(report: EvalReport, position: int) -> EvalView:
     css = report.status.value
     if report.status in (Status.FAIL, Status.ERROR) and not report.blocking:
         label, css = f"{label} (non-blocking)", "nonblocking"
+    strip, strip_caption = _strip(report)
     return EvalView(
         anchor=f"eval-{position}",
-        open=report.blocking and report.status in (Status.FAIL, Status.ERROR),
+        open=_unfolded(report),
         id=report.id,
         status=label,
         css=css,
@@ -153,7 +178,77 @@ def _view(report: EvalReport, position: int) -> EvalView:
         flips=tuple(describe_flip(flip) for flip in report.flips),
         drift=_drift(report),
         trials=tuple(_trial(trial) for trial in report.trials),
+        strip=strip,
+        strip_caption=strip_caption,
+        trend=_trend(medians, report.threshold),
+        trend_caption=_trend_caption(medians, report.threshold),
+        sparkline=sparkline(medians) if medians else MISSING,
     )
+
+
+def _unfolded(report: EvalReport) -> bool:
+    """Failing, errored and unstable evals are what a reader opens the page for."""
+    if report.status in (Status.FAIL, Status.ERROR, Status.QUARANTINE):
+        return True
+    # Re-probed in quarantine (at night, or with --include-quarantined) and still scattering.
+    return report.status is Status.QUARANTINED and any(not check.ok for check in report.checks)
+
+
+def _strip(report: EvalReport) -> tuple[StripPlot | None, str]:
+    """The strip plot of the trials that scored (none when none did), and the words under it."""
+    if not report.trials:
+        return None, ""
+    marks = [
+        Mark(
+            value=trial.score,
+            title=f"trial {trial.index}, seed {trial.seed}: {fmt(trial.score)}"
+            + ("" if trial.passed is None else " passed" if trial.passed else " failed"),
+            css="" if trial.passed is None else "ok" if trial.passed else "bad",
+        )
+        for trial in report.trials
+        if trial.score is not None and trial.error is None
+    ]
+    # An errored probe's few scored trials are drawn, but their spread decided nothing.
+    spread = None if report.status is Status.ERROR else _quartiles(report.stats, marks)
+    words = [f"{len(marks)} of {len(report.trials)} trials scored"]
+    if errored := sum(trial.error is not None for trial in report.trials):
+        words.append(f"{errored} errored")
+    if spread is not None:
+        words.append(f"median {fmt(spread[1])}, IQR {fmt(spread[0])} to {fmt(spread[2])}")
+    words.append(f"threshold {fmt(report.threshold)}")
+    plot = strip_plot(marks, threshold=report.threshold, quartiles=spread) if marks else None
+    return plot, "; ".join(words)
+
+
+def _quartiles(stats: Stats, marks: Sequence[Mark]) -> tuple[float, float, float] | None:
+    """The artefact's quartiles; for an artefact without them, the same rules on its trials."""
+    if stats.q1 is not None and stats.median is not None and stats.q3 is not None:
+        return stats.q1, stats.median, stats.q3
+    return quartiles([mark.value for mark in marks]) if marks else None
+
+
+def _trend(medians: Sequence[float | None], threshold: float) -> TrendChart | None:
+    last = len(medians) - 1
+    marks = [
+        None
+        if median is None
+        else Mark(
+            value=median,
+            title=("this run" if position == last else f"run {position + 1} of {last + 1}")
+            + f": median {fmt(median)}",
+            css="current" if position == last else "",
+        )
+        for position, median in enumerate(medians)
+    ]
+    return trend_chart(marks, threshold=threshold)
+
+
+def _trend_caption(medians: Sequence[float | None], threshold: float) -> str:
+    gaps = sum(median is None for median in medians)
+    text = f"median of the last {len(medians)} runs, this one last, on a 0 to 1 scale"
+    if gaps:
+        text += f"; {gaps} without a median (errored)"
+    return f"{text}; threshold {fmt(threshold)}"
 
 
 def _drift(report: EvalReport) -> tuple[str, ...]:

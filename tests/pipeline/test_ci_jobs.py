@@ -100,7 +100,7 @@ def test_history_travels_between_jobs_through_the_origin(origin: Path, tmp_path:
     assert len(runs_on_state_branch(origin)) == 2
     summary = (tmp_path / "main-2-summary.md").read_text()
     steady = next(line for line in summary.splitlines() if "| steady |" in line.replace("`", ""))
-    assert "▅▅" in steady, "the second job's trend shows both jobs' medians"
+    assert "▇▇" in steady, "the second job's trend shows both jobs' medians (0.9 on a 0-1 scale)"
 
     # A laptop clone sees the team's state, though no job's files survived.
     status, _ = job(origin, tmp_path / "laptop", "status", "--json", ci=False)
@@ -125,7 +125,7 @@ def test_a_pull_request_reads_the_trend_but_never_writes_it(origin: Path, tmp_pa
     assert pull.returncode == 0, pull.stdout + pull.stderr
     assert runs_on_state_branch(origin) == before
     summary = (tmp_path / "pr-summary.md").read_text()
-    assert "▅" in summary, "the default branch's trend, read in the pull request's job"
+    assert "▇" in summary, "the default branch's trend, read in the pull request's job"
 
 
 def test_a_job_that_cannot_push_says_so_once_and_exits_as_it_would(

@@ -90,7 +90,7 @@ def test_status_joins_registry_trend_and_last_run() -> None:
     )
     (tone,) = view.quarantined
     assert tone.trend == [0.6, None, 0.9]
-    assert tone.sparkline == "▁·█"
+    assert tone.sparkline == "▅·▇"  # on the fixed 0-1 scale
     assert (tone.age_days, tone.streak, tone.release_after) == (45, 2, 3)
     assert tone.overdue and view.overdue == ["tone"]
     assert tone.issue == 42 and tone.owner == "alice"
@@ -118,14 +118,23 @@ def test_issue_links_use_the_github_repository(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(
     "values, expected",
     [
-        ([0.1, 0.5, 0.9], "▁▅█"),
-        ([0.8, 0.8], "▅▅"),
-        ([None, 0.3], "·▅"),
+        ([0.0, 1 / 7, 2 / 7, 3 / 7, 4 / 7, 5 / 7, 6 / 7, 1.0], "▁▂▃▄▅▆▇█"),
+        ([0.1, 0.5, 0.9], "▂▅▇"),
+        # A steady eval stays flat and high; a coin toss swings: one scale for both.
+        ([0.84, 0.85, 0.86], "▇▇▇"),
+        ([0.2, 0.8, 0.2], "▂▇▂"),
+        ([0.9], "▇"),  # one point sits at its level, not mid-height
+        ([None, 0.3], "·▃"),
+        ([-0.5, 1.5], "▁█"),  # off the scale: drawn at its edge
         ([], ""),
     ],
 )
 def test_sparkline(values: list[float | None], expected: str) -> None:
     assert sparkline(values) == expected
+
+
+def test_sparkline_keeps_the_last_width_values() -> None:
+    assert sparkline([0.0] * 10 + [1.0] * 4, width=5) == "▁████"
 
 
 def test_calibrate_suggests_the_p80_and_its_cost() -> None:
@@ -242,7 +251,8 @@ def test_read_trends_reads_the_window_only(tmp_path: Path) -> None:
         handle.write('{"eval_id":"tone","run_id":"torn","med\n')
     store.append([row("x", f"old{i}", days_ago=200 - i / 100) for i in range(8000)])  # > a block
     for day in range(20, -1, -1):
-        store.append([row(e, f"d{day}", days_ago=day, median=day / 20) for e in ("tone", "x")])
+        median = min(day / 7, 1.0)
+        store.append([row(e, f"d{day}", days_ago=day, median=median) for e in ("tone", "x")])
     sparklines = read_trends(store, {"tone", "gone"}, at=AT, days=7)
     assert said == []
     assert sparklines == trends(store.scan(), {"tone", "gone"}, at=AT, days=7)
