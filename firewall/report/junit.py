@@ -16,11 +16,19 @@ eval                                   testcase
 
 A non-blocking failure is ``<skipped>`` rather than a pass because reporters
 count and list skipped tests, and a pass would hide it. Every testcase also
-carries a ``<system-out>`` with its numbers, and ``file``/``line`` attributes
-where the eval is defined (reporters that annotate source use them). A
+carries a ``<system-out>`` with its numbers and the file and line where the
+eval is defined; the body of a failure, error or skip repeats that line
+beside the replay command. The attributes some reporters read for it
+(``file``, ``line`` on ``<testcase>``) are not in the JUnit schema, and the
+document stays valid against it (``junit-10.xsd``, Jenkins' xunit schema that
+pytest's xunit2 output follows, checked in the tests).
+
+Times come from the trials' monotonic durations, in whole milliseconds: a
 testcase's ``time`` is its trials' summed duration (what the eval costs; trials
-overlap), the suite's is the run's wall time to the second, and ``<properties>``
-record the base seed, commit and exit code.
+overlap), and the suite's and the document's are the sum of the testcases', so
+they add up in any reporter. The run's timestamps, to the second, give only
+the suite's ``timestamp``. ``<properties>`` record the base seed, commit and
+exit code.
 
 Eval text (ids, reasons, trial errors) is data: ElementTree escapes it,
 characters XML 1.0 forbids (NUL, ESC and the other control characters) are
@@ -74,11 +82,9 @@ def _suite(artefact: Artefact) -> ET.Element:
     run = artefact.run
     suite = ET.Element("testsuite", name=SUITE_NAME, timestamp=to_text(run.started_at))
     suite.attrib.update(_counts_of(cases))
-    if run.finished_at is not None:
-        wall = (run.finished_at - run.started_at).total_seconds()
-    else:  # a run that never finished has no end time; the trials' summed time stands in
-        wall = sum(float(case.get("time", "0")) for case in cases)
-    suite.set("time", _seconds(wall))
+    # The sum of the testcases' own times, not the run's wall time: the artefact keeps
+    # that only as timestamps to the second, next to testcases timed to the millisecond.
+    suite.set("time", _seconds(sum(_cost_ms(report) for report in artefact.evals)))
     suite.append(_properties(artefact))
     suite.extend(cases)
     return suite
@@ -105,17 +111,9 @@ def _properties(artefact: Artefact) -> ET.Element:
 
 
 def _testcase(report: EvalReport) -> ET.Element:
-    # Trials may overlap, so this is compute time, not wall time: what the eval costs.
-    duration = sum(trial.duration_s for trial in report.trials)
     case = ET.Element(
-        "testcase",
-        classname=CLASSNAME,
-        name=legal(report.id),
-        time=_seconds(duration),
-        file=legal(report.source.file),
+        "testcase", classname=CLASSNAME, name=legal(report.id), time=_seconds(_cost_ms(report))
     )
-    if report.source.line is not None:
-        case.set("line", str(report.source.line))
     outcome = _outcome(report)
     if outcome is not None:
         case.append(outcome)
@@ -142,23 +140,24 @@ def _outcome(report: EvalReport) -> ET.Element | None:
 
 def _element(tag: str, message: str, body: str) -> ET.Element:
     element = ET.Element(tag, message=legal(message))
-    if body:
-        element.text = body
+    element.text = body
     return element
 
 
 def _details(report: EvalReport) -> str:
-    """The checklist, likely causes, flipping cases and how to replay the trial that failed."""
+    """The checklist, likely causes, flipping cases, where the eval is defined and how to
+    replay the trial that failed."""
     lines = [one_line(format_check(check)) for check in report.checks]
     lines += [f"likely: {one_line(describe_hint(hint))}" for hint in report.hints[:3]]
     if report.flips:
         flips = ", ".join(describe_flip(flip) for flip in report.flips[:5])
         lines.append(f"flipping cases: {one_line(flips)}")
     lines += _errors(report)
+    lines.append(_source(report))
     replay = _replay(report)
     if replay:
         lines.append(f"reproduce: {replay}")
-    return "\n".join(lines) + "\n" if lines else ""
+    return "\n".join(lines) + "\n"
 
 
 def _errors(report: EvalReport) -> Iterable[str]:
@@ -192,7 +191,12 @@ def _numbers(report: EvalReport) -> str:
     if stats.pass_rate is not None:
         parts.append(f"pass rate {stats.pass_rate * 100:.0f}%")
     parts += [f"threshold {fmt(report.threshold)}", f"flakiness {fmt(report.flakiness)}"]
-    return ", ".join(parts) + f"\nreason: {one_line(report.reason)}\n"
+    return ", ".join(parts) + f"\nreason: {one_line(report.reason)}\n{_source(report)}\n"
+
+
+def _source(report: EvalReport) -> str:
+    """Where the eval is defined, as ``source: FILE:LINE``."""
+    return f"source: {one_line(str(report.source))}"
 
 
 def _counts_of(cases: Iterable[ET.Element]) -> dict[str, str]:
@@ -206,9 +210,19 @@ def _counts_of(cases: Iterable[ET.Element]) -> dict[str, str]:
 
 
 def _totals(suite: ET.Element) -> dict[str, str]:
-    keys = ("tests", "failures", "errors", "skipped", "time")
+    # ``skipped`` is a count of <testsuite> only: the schema has no such attribute here.
+    keys = ("tests", "failures", "errors", "time")
     return {key: suite.get(key, "0") for key in keys}
 
 
-def _seconds(value: float) -> str:
-    return f"{max(value, 0.0):.3f}"
+def _cost_ms(report: EvalReport) -> int:
+    """The trials' summed monotonic duration in whole milliseconds: what the eval costs.
+
+    Trials may overlap, so this is compute time, not wall time. Whole milliseconds make
+    the suite's time exactly the sum of its testcases' as written.
+    """
+    return round(max(sum(trial.duration_s for trial in report.trials), 0.0) * 1000)
+
+
+def _seconds(milliseconds: int) -> str:
+    return f"{milliseconds // 1000}.{milliseconds % 1000:03d}"

@@ -8,6 +8,7 @@ problem; it never becomes a low score.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
@@ -17,12 +18,40 @@ from firewall.stats import EPSILON
 _MAX_FIELD_CHARS = 200
 
 
+def _as_strict_as_the_validator(schema: dict[str, Any]) -> None:
+    """Add to the JSON Schema what the validator checks beyond the fields' types.
+
+    ``_score_or_verdict`` as required keys that are not null; item scores in [0, 1];
+    metrics that a double holds (JSON has no infinity, but ``1e400`` parses as one).
+    tests/cli/test_schema.py holds the schema and the validator to the same verdicts.
+    """
+    properties = schema["properties"]
+    properties["items"]["additionalProperties"] = {
+        "anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, {"type": "boolean"}]
+    }
+    largest = sys.float_info.max
+    properties["metrics"]["additionalProperties"] = {
+        "type": "number",
+        "minimum": -largest,
+        "maximum": largest,
+    }
+    schema["anyOf"] = [
+        {"required": [key], "properties": {key: {"not": {"type": "null"}}}}
+        for key in ("score", "passed", "error")
+    ]
+
+
 class TrialPayload(BaseModel):
     """The trial result JSON object an eval reports."""
 
     # `model_id` is a field of the contract, not pydantic's: pydantic < 2.10 would warn.
     model_config = ConfigDict(
-        extra="forbid", strict=True, allow_inf_nan=False, frozen=True, protected_namespaces=()
+        extra="forbid",
+        strict=True,
+        allow_inf_nan=False,
+        frozen=True,
+        protected_namespaces=(),
+        json_schema_extra=_as_strict_as_the_validator,
     )
 
     score: float | None = Field(default=None, ge=0, le=1)
