@@ -239,4 +239,4 @@ def pull_requests_for(ctx: Context, *, dry_run: bool) -> PullRequests | None:
         return RecordingPullRequests(echo=output.note)
     from firewall.github.client import pull_requests_from_environment
 
-    return pull_requests_from_environment(ctx.env)
+    return pull_requests_from_environment(ctx.env, budget=effects.github_budget(ctx))
