@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from firewall.artefact import Artefact
+from firewall.errors import WriteError
 from firewall.github import in_actions
 from firewall.github.annotations import MORE_IN, annotations_for
 from firewall.github.outputs import outputs_for, write_outputs
-from firewall.errors import WriteError
 from firewall.github.summary import append_summary
 from firewall.lifecycle import Entry, overdue
 from firewall.report import status as triage
