@@ -20,7 +20,8 @@ CI never reads a crash of the tool as a failing eval.
     │   │                         (the two below cost one eval only, the sync goes on)
     │   ├── IssueGone             an eval's issue deleted, moved, not found, unmarked
     │   ├── IssueRefused          a change to one issue refused (locked, 422)
-    │   └── PullRequestNotPermitted   Actions may not open pull requests here
+    │   ├── PullRequestNotPermitted   Actions may not open pull requests here
+    │   └── BudgetSpent           the run's time for GitHub ran out (github/budget.py)
     └── UsageError                a command line that cannot be honoured
         └── NothingSelected       no eval selected: exit 5, never a silent green
 """
@@ -82,12 +83,8 @@ class WriteError(FirewallError, OSError):
         self.path = path
 
 
-class HistoryWriteError(FirewallError):
+class HistoryWriteError(WriteError):
     """A run's rows could not be appended to the history file, which names ``path``."""
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        super().__init__(message)
-        self.path = path
 
 
 class LockError(FirewallError):

@@ -32,6 +32,7 @@ def run_result(fmt: str, *, verbose: bool, registry: str) -> Callable[[RunResult
             report_path=result.report_path,
             dry_run=result.dry_run,
             candidates=result.candidates,
+            written=result.written,
         )
         output.echo("\n".join(lines))
 
@@ -58,8 +59,10 @@ def nightly_result(fmt: str, *, registry: str) -> Callable[[NightlyResult], None
             f"base seed {artefact.run.base_seed}"
             + ("" if artefact.run.complete else " -- INTERRUPTED, nothing was counted")
         )
-        output.echo(
-            "dry run: no file was changed" if result.dry_run else f"report: {result.report_path}"
-        )
+        if result.dry_run:
+            output.echo("dry run: no file was changed")
+        else:
+            written = result.written
+            output.echo(f"report: {result.report_path}" if written else "report: not written")
 
     return present

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from firewall.artefact import Artefact
+from firewall.errors import WriteError
 from firewall.github import in_actions
 from firewall.github.annotations import MORE_IN, annotations_for
 from firewall.github.outputs import outputs_for, write_outputs
@@ -87,6 +88,8 @@ def _write_files(
         )
         try:
             append_summary(Path(env["GITHUB_STEP_SUMMARY"]), markdown)
+        except WriteError as exc:  # names the file and what to do already
+            result.problems.append(str(exc))
         except OSError as exc:
             result.problems.append(f"could not write the job summary: {exc}")
         else:
@@ -94,6 +97,8 @@ def _write_files(
     if env.get("GITHUB_OUTPUT"):
         try:
             write_outputs(Path(env["GITHUB_OUTPUT"]), outputs_for(artefact, report_path))
+        except WriteError as exc:
+            result.problems.append(str(exc))
         except (OSError, ValueError) as exc:
             result.problems.append(f"could not write the step outputs: {exc}")
     return written

@@ -49,6 +49,7 @@ class NightlyResult:
     report_path: Path
     dry_run: bool
     problems: list[str] = dataclasses.field(default_factory=list)  # warnings, e.g. the history
+    written: bool = True  # False: the report could not be written (the error follows)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -134,14 +135,19 @@ def nightly(
         # As for a run: a registry that cannot be changed stops the record before any other
         # file; the probes are shown all the same, then the error (exit 2).
         if present is not None:
-            present(NightlyResult(artefact, events, report_path, dry_run=False))
+            present(NightlyResult(artefact, events, report_path, dry_run=False, written=False))
         raise RegistryError(
             f"{failure}; so that the files agree, tonight wrote nothing else (no report, no "
             "history, no issue updated): run it again once that is fixed"
         )
     kept = Kept() if options.dry_run else keep(ctx, artefact, report_path)
     result = NightlyResult(
-        artefact, events, report_path, dry_run=options.dry_run, problems=kept.problems
+        artefact,
+        events,
+        report_path,
+        dry_run=options.dry_run,
+        problems=kept.problems,
+        written=kept.error is None,
     )
     if present is not None:
         present(result)

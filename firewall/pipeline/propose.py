@@ -238,5 +238,6 @@ def pull_requests_for(ctx: Context, *, dry_run: bool) -> PullRequests | None:
     if dry_run:
         return RecordingPullRequests(echo=output.note)
     from firewall.github.client import pull_requests_from_environment
+    from firewall.pipeline import effects
 
-    return pull_requests_from_environment(ctx.env)
+    return pull_requests_from_environment(ctx.env, budget=effects.github_budget(ctx))

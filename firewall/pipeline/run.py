@@ -74,6 +74,11 @@ class RunResult:
     def exit_code(self) -> ExitCode:
         return self.artefact.summary.exit_code
 
+    @property
+    def written(self) -> bool:
+        """Whether the report was written: not when a file's failure is the command's error."""
+        return self.error is None
+
 
 Present = Callable[[RunResult], None]
 BASELINE_RUNS = 20  # the default branch's most recent runs an eval is compared with

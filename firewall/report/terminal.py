@@ -136,6 +136,7 @@ def closing_lines(
     report_path: Path,
     dry_run: bool,
     candidates: Sequence[str] = (),
+    written: bool = True,
 ) -> list[str]:
     """The counts, the registry entries written (or that a dry run would write), the report."""
     lines = [summary_line(artefact)]
@@ -153,5 +154,5 @@ def closing_lines(
         lines.append("dry run: no file was changed")
     else:
         lines += [f"quarantined {eval_id}: added to {registry}" for eval_id in added]
-        lines.append(f"report: {report_path}")
+        lines.append(f"report: {report_path}" if written else "report: not written (below: why)")
     return lines

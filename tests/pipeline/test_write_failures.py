@@ -130,6 +130,7 @@ def test_a_report_that_cannot_be_written_is_an_error_once_the_rest_is_recorded(
     proc = limited(project, 2000, "run", "--no-issues")
     assert proc.returncode == 2, proc.stderr
     assert "QUARANTINE  scatters" in proc.stdout
+    assert "report: not written (below: why)" in proc.stdout
     report = project / "firewall-report.json"
     assert one_error(proc.stderr).startswith(
         f"{report}: could not write the report (File too large); no file was written;"
