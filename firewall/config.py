@@ -33,6 +33,9 @@ ID_PATTERN = r"^[A-Za-z0-9._/-]+$"
 DEFAULT_SEED = 0
 DEFAULT_MAX_K = 15
 MAX_K = 10_000
+MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: past what the OS's timers take is no timeout at all
+MAX_FENCE = 100.0  # a fence further out than 100 IQRs is the rule turned off: say 0
+MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.9999  # what a Wilson bound is computed at
 
 # An eval's owner is assigned its issues: a GitHub login, which GitHub makes of letters,
 # digits and single hyphens (none first or last), or a team, which is named but not assigned.
@@ -81,8 +84,8 @@ class Gate(_Strict):
     k: int | None = Field(default=None, ge=3, le=MAX_K)
     threshold: float | None = Field(default=None, ge=0, le=1)
     flakiness: float | None = Field(default=None, ge=0, le=1)
-    outlier_fence: float | None = Field(default=None, ge=0)
-    timeout: float | None = Field(default=None, gt=0)
+    outlier_fence: float | None = Field(default=None, ge=0, le=MAX_FENCE)
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
     max_errors: int | None = Field(default=None, ge=0)
     min_scored: int | None = Field(default=None, ge=1)
     adaptive: bool | None = None
@@ -105,7 +108,7 @@ class EvalEntry(Gate):
     result: Literal["json", "exit-code"] = "json"
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     pass_score: float | None = Field(default=None, ge=0, le=1)
-    confidence: float = Field(default=0.95, gt=0, lt=1)
+    confidence: float = Field(default=0.95, ge=MIN_CONFIDENCE, le=MAX_CONFIDENCE)
     budgets: Budgets = Budgets()
     blocking: bool = True
     tags: list[str] = []
@@ -176,9 +179,9 @@ class Settings(_Strict):
     k: int = Field(default=7, ge=3, le=10_000)
     threshold: float = Field(default=0.80, ge=0, le=1)
     flakiness: float = Field(default=0.03, ge=0, le=1)
-    outlier_fence: float = Field(default=3.0, ge=0)
+    outlier_fence: float = Field(default=3.0, ge=0, le=MAX_FENCE)
     seed: Any = DEFAULT_SEED
-    timeout: float = Field(default=300, gt=0)
+    timeout: float = Field(default=300, gt=0, le=MAX_TIMEOUT)
     concurrency: int = Field(default=4, ge=1, le=512)
     max_errors: int = Field(default=0, ge=0)
     min_scored: int = Field(default=3, ge=1)
@@ -341,6 +344,10 @@ def load_config(explicit: Path | None = None, cwd: Path | None = None) -> Loaded
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deep to read") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     table: Any = document
     if prefix:
         tool = document.get("tool")

@@ -289,7 +289,10 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
         if trial.violations:
             checks.append(
                 Check(
-                    name="violations", ok=False, actual=", ".join(trial.violations), allowed="none"
+                    name="violations",
+                    ok=False,
+                    actual=one_line(", ".join(trial.violations)),
+                    allowed="none",
                 )
             )
             return verdict(

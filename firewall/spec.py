@@ -190,8 +190,19 @@ def pass_chance(k: int, true_rate: float, bar: float, confidence: float) -> floa
     needed = next((s for s in range(k + 1) if wilson_interval(s, k, confidence)[0] >= bar), None)
     if needed is None:
         return 0.0
-    return sum(
-        math.comb(k, s) * true_rate**s * (1 - true_rate) ** (k - s) for s in range(needed, k + 1)
+    if true_rate <= 0 or true_rate >= 1:
+        return 1.0 if true_rate >= 1 else 0.0
+    log_p, log_q = math.log(true_rate), math.log1p(-true_rate)
+    # In logs: math.comb(k, s) outgrows a float for k above about 1030.
+    return math.fsum(
+        math.exp(
+            math.lgamma(k + 1)
+            - math.lgamma(s + 1)
+            - math.lgamma(k - s + 1)
+            + s * log_p
+            + (k - s) * log_q
+        )
+        for s in range(needed, k + 1)
     )
 
 

@@ -175,6 +175,11 @@ def cohen_kappa(rater_a: Sequence[Hashable], rater_b: Sequence[Hashable]) -> flo
     return (observed - expected) / (1 - expected)
 
 
+def _mean(values: Sequence[float]) -> float:
+    """The mean, summed in shares so that values near the float limit cannot overflow."""
+    return math.fsum(value / len(values) for value in values)
+
+
 def summarize(
     scores: Sequence[float],
     passes: Sequence[bool],
@@ -200,9 +205,9 @@ def summarize(
         stats.p50_latency_ms = percentile(latencies_ms, 50)
         stats.p95_latency_ms = percentile(latencies_ms, 95)
     if tokens:
-        stats.mean_tokens = math.fsum(tokens) / len(tokens)
+        stats.mean_tokens = _mean(tokens)
     if costs_usd:
-        stats.mean_cost_usd = math.fsum(costs_usd) / len(costs_usd)
+        stats.mean_cost_usd = _mean(costs_usd)
     return stats
 
 

@@ -19,7 +19,10 @@ def to_text(moment: dt.datetime) -> str:
 def _aware(moment: dt.datetime) -> dt.datetime:
     if moment.tzinfo is None:
         raise ValueError("timestamps must carry a time zone, e.g. 2026-11-29T21:05:00Z")
-    return moment.astimezone(dt.timezone.utc)
+    try:
+        return moment.astimezone(dt.timezone.utc)
+    except OverflowError:  # a time a day from the calendar's ends has no UTC
+        raise ValueError(f"{moment.isoformat()} is outside the calendar in UTC") from None
 
 
 Timestamp = Annotated[

@@ -939,30 +939,16 @@ def run_with_config(project: Path, config: str, *args: str) -> Result:
         return invoke_split(*args)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a lone surrogate escape (\\ud800) in a trial result is accepted by "
-    "record_from_payload and then cannot be encoded: Artefact.to_json raises "
-    "PydanticSerializationError and the run exits 4",
-)
 def test_a_lone_surrogate_in_a_trial_result_is_refused_or_kept(project: Path) -> None:
     command = """printf '%s\\n' '{"score": 0.9, "fields": {"reply": "\\ud800"}}'"""
     assert_clean_run(run_with_config(project, one_eval(command), "run", "--no-issues"))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="json.loads raises RecursionError, which parse_registry does not catch"
-)
 def test_a_deeply_nested_registry_is_a_registry_error() -> None:
     with pytest.raises(RegistryError, match=r"quarantine\.json"):
         parse_registry(b"[" * DEEP, source="quarantine.json")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store.registry._where joins the keys of a location raw, so a key with a line "
-    "break splits the one-line message",
-)
 def test_a_registry_key_with_a_line_break_is_named_on_one_line() -> None:
     document = {"schema_version": 1, "evals": {"tone": {**VALID_ENTRY, "a\n::error::x": 1}}}
     with pytest.raises(RegistryError) as refused:
@@ -984,9 +970,6 @@ def test_a_deeply_nested_command_result_is_an_errored_trial(tmp_path: Path, wher
     assert outcome.error is not None and "exit status 0" in outcome.error
 
 
-@pytest.mark.xfail(
-    strict=True, reason="tomllib raises RecursionError, which load_config does not catch (exit 4)"
-)
 def test_a_deeply_nested_config_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "firewall.toml"
     path.write_text("a = " + "[" * 2000 + "]" * 2000 + "\n", encoding="utf-8")
@@ -994,11 +977,6 @@ def test_a_deeply_nested_config_is_a_config_error(tmp_path: Path) -> None:
         load_config(path, tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tomllib raises a plain ValueError (int max str digits), which load_config does "
-    "not catch (exit 4)",
-)
 def test_a_toml_integer_too_long_to_convert_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "firewall.toml"
     path.write_text("k = " + "9" * 5000 + "\n", encoding="utf-8")
@@ -1006,12 +984,6 @@ def test_a_toml_integer_too_long_to_convert_is_a_config_error(tmp_path: Path) ->
         load_config(path, tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timeout has no upper bound in the config; past what poll() takes (about 24.8 "
-    "days, or inf) every trial is 'internal error running the trial: OverflowError', and "
-    "its shell is left running",
-)
 @pytest.mark.parametrize("timeout", ["inf", "1e10"])
 def test_a_timeout_too_long_for_poll_is_refused_or_honoured(project: Path, timeout: str) -> None:
     (project / "firewall.toml").write_text(one_eval("echo 0.9", timeout=timeout))
@@ -1026,21 +998,11 @@ def test_a_timeout_too_long_for_poll_is_refused_or_honoured(project: Path, timeo
     assert_clean_exit(ran.returncode, ran.stdout + ran.stderr)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stats.wilson_interval: 1 - (1 - c) / 2 rounds to 1.0 and NormalDist.inv_cdf "
-    "raises StatisticsError, for a confidence the config accepts (exit 4)",
-)
 def test_a_confidence_just_below_one_is_refused_or_honoured(project: Path) -> None:
     config = one_eval("echo 0.9") + f"confidence = {CONFIDENCE_AT_THE_EDGE!r}\n"
     assert_clean_run(run_with_config(project, config, "run", "--no-issues"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with outlier_fence = inf and an iqr and flakiness of 0 the fence is inf * 0 = "
-    "nan, and every probe is quarantined 'below the fence nan'",
-)
 def test_an_infinite_outlier_fence_is_refused_or_honoured(project: Path) -> None:
     config = one_eval("echo 0.9", outlier_fence="inf", flakiness="0")
     result = run_with_config(project, config, "run", "--no-issues")
@@ -1048,21 +1010,11 @@ def test_an_infinite_outlier_fence_is_refused_or_honoured(project: Path) -> None
     assert "nan" not in result.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="spec.pass_chance multiplies math.comb(k, s) by a float: OverflowError for k "
-    "above about 1030, so `firewall list` exits 4",
-)
 def test_firewall_list_shows_a_large_pass_rate_gate(project: Path) -> None:
     config = one_eval("echo 0.9") + "k = 1100\nmax_k = 1100\nmin_pass_rate = 0.5\n"
     assert_clean_run(run_with_config(project, config, "list"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timeutil._aware converts to UTC with astimezone, whose OverflowError "
-    "escapes pydantic and parse_registry (exit 4)",
-)
 @pytest.mark.parametrize("since", ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"])
 def test_a_registry_time_past_the_calendar_is_a_registry_error(since: str) -> None:
     document = {"schema_version": 1, "evals": {"tone": {**VALID_ENTRY, "since": since}}}
@@ -1070,21 +1022,11 @@ def test_a_registry_time_past_the_calendar_is_a_registry_error(since: str) -> No
         parse_registry(json.dumps(document), source="quarantine.json")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stats.summarize sums metrics with math.fsum, which raises OverflowError "
-    "('intermediate overflow') for finite values near the float limit",
-)
 def test_metrics_near_the_float_limit_are_refused_or_summed() -> None:
     trials = [record({"score": 0.9, "metrics": {"tokens": 1e308}}, index=i) for i in range(3)]
     assert_sound_decision(decide(make_spec(k=3), trials))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="policy.decide one-lines the reason but not the violations check's `actual`, "
-    "so a violation name with a line break spans rows of the terminal table",
-)
 def test_a_violation_name_with_a_line_break_stays_on_one_row() -> None:
     payload = {"score": 0.9, "violations": ["pii\n::error::forged"]}
     decision = decide(make_spec(k=3), [record(payload, index=i) for i in range(3)])

@@ -7,7 +7,9 @@ problem; it never becomes a low score.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -98,6 +100,32 @@ class TrialRecord(BaseModel):
         return self.error is not None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_unicode(value: Any) -> Any:
+    """The payload with every lone surrogate (JSON's ``"\\ud800"``, or a Python eval's
+    string) replaced by U+FFFD: no file can hold one, and an eval's odd text must not
+    make its run unwritable."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return _repaired(value)
+    except (TypeError, ValueError, RecursionError):
+        pass  # not JSON at all: the validation below says what is wrong with it
+    return value
+
+
+def _repaired(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_repaired(key): _repaired(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_repaired(item) for item in value]
+    return value
+
+
 def record_from_payload(
     payload: Any, *, index: int, seed: int, pass_score: float, duration_s: float, in_flight: int
 ) -> TrialRecord:
@@ -130,6 +158,7 @@ def record_from_payload(
 
     if not isinstance(payload, dict):
         return failed(f"result must be a JSON object, got {_kind(payload)}")
+    payload = _valid_unicode(payload)
     try:
         result = TrialPayload.model_validate(payload)
     except ValidationError as exc:

@@ -28,6 +28,7 @@ from firewall.errors import RegistryError
 from firewall.lifecycle import Entry
 from firewall.store.atomic import locked, write_atomic
 from firewall.store.jsonfile import NON_FINITE, NotUtf8, decode_utf8, non_finite
+from firewall.text import one_line
 
 SCHEMA_VERSION = 1
 _EVAL_ID = re.compile(ID_PATTERN.removeprefix("^").removesuffix("$"))
@@ -103,9 +104,10 @@ def parse_registry(content: str | bytes, *, source: str) -> dict[str, Entry]:
         raise RegistryError(
             f"{source}: the quarantine registry {exc}; it was left untouched"
         ) from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deep to read" if isinstance(exc, RecursionError) else str(exc)
         raise RegistryError(
-            f"{source}: the quarantine registry is not valid JSON ({exc}); "
+            f"{source}: the quarantine registry is not valid JSON ({why}); "
             f"fix or restore it (e.g. `git checkout -- {source}`); it was left untouched"
         ) from None
     version = data.get("schema_version") if isinstance(data, dict) else None
@@ -170,10 +172,11 @@ def _owner_problem(owner: object) -> str | None:
 
 
 def _where(loc: Sequence[str | int]) -> str:
+    # Keys are the file's text: one_line keeps a key with a line break on the message's line.
     if len(loc) >= 2 and loc[0] == "evals":
-        keys = ".".join(str(part) for part in loc[2:])
+        keys = one_line(".".join(str(part) for part in loc[2:]))
         return f"eval {loc[1]!r}" + (f": {keys}" if keys else "")
-    return ".".join(str(part) for part in loc) or "top level"
+    return one_line(".".join(str(part) for part in loc)) or "top level"
 
 
 def _message(error: ErrorDetails) -> str:
