@@ -106,7 +106,7 @@ def test_an_unwritable_summary_warns_and_keeps_the_exit_code(
     write(project, {"good": "echo '{\"score\": 0.9}'"})
     result = CliRunner().invoke(main, ["run"])
     assert result.exit_code == 0
-    assert any("could not write the job summary" in c for c in workflow_commands(result.output))
+    assert any("could not append the job summary" in c for c in workflow_commands(result.output))
 
 
 def test_outside_actions_no_workflow_commands(project: Path) -> None:
