@@ -4,6 +4,10 @@ Each of ``concurrency`` slots is a thread that takes the next task, runs it
 (a shell process for a command eval, a request to the slot's own long-lived
 worker process for a Python eval) and hands back a ``TrialRecord``. Threads
 suffice: the trials run in other processes, so the slots only wait.
+
+A run's processes end with it, and its scratch directory goes, on every exit
+path, the firewall's own SIGKILL included: ``reaper.py`` says how, and what
+each trial's end kills.
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ import functools
 import os
 import queue
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +25,7 @@ from typing import Protocol
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
 from firewall.runner.python import PythonWorker
+from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
 from firewall.runner.trial import TrialRecord, error_record, record_from_payload
 
@@ -94,11 +98,11 @@ class Runner:
         finished: dict[int, TrialRecord] = {}
         handed: list[Task] = []
         done: queue.SimpleQueue[tuple[int, TrialRecord | None]] = queue.SimpleQueue()
-        with tempfile.TemporaryDirectory(prefix="firewall-") as scratch:
+        with Reaper() as reaper:
             slots = [
                 threading.Thread(
                     target=self._slot,
-                    args=(n, source, handed, done, Path(scratch)),
+                    args=(n, source, handed, done, reaper),
                     name=f"firewall-slot-{n}",
                     daemon=True,
                 )
@@ -174,9 +178,10 @@ class Runner:
         source: _Source,
         handed: list[Task],
         done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
-        scratch: Path,
+        reaper: Reaper,
     ) -> None:
-        worker = PythonWorker(self._cwd)
+        worker = PythonWorker(self._cwd, reaper.environment)
+        scratch = reaper.scratch
         register = functools.partial(self._track, number)
         try:
             while (item := self._next(source, handed, done)) is not None:
@@ -192,6 +197,7 @@ class Runner:
                         cwd=self._cwd,
                         worker=worker,
                         result_path=result_path,
+                        scratch=scratch,
                         register=register,
                     )
                 except Exception as exc:  # a runner bug costs one trial, not the run
@@ -219,9 +225,14 @@ def execute(
     cwd: Path,
     worker: PythonWorker,
     result_path: Path,
+    scratch: Path,
     register: Callable[[int | None], None] = lambda pid: None,
 ) -> Outcome:
-    """Run one trial of one eval and return what it reported."""
+    """Run one trial of one eval and return what it reported.
+
+    ``scratch`` is the run's scratch directory (``Reaper.scratch``); a worker's
+    environment carries its mark already.
+    """
     spec = task.spec
     if spec.kind == "python":
         return worker.call(spec.target, task.seed, task.index, spec.timeout, register)
@@ -235,6 +246,7 @@ def execute(
         exit_code_mode=spec.result == "exit-code",
         cwd=cwd,
         result_path=result_path,
+        scratch=scratch,
         register=register,
     )
 
@@ -260,12 +272,16 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
 
 def replay(task: Task, *, cwd: Path) -> tuple[Outcome, TrialRecord]:
     """Run one trial on its own, as `firewall replay` does: what it reported, and its record."""
-    worker = PythonWorker(cwd)
-    try:
-        with tempfile.TemporaryDirectory(prefix="firewall-") as scratch:
+    with Reaper() as reaper:
+        worker = PythonWorker(cwd, reaper.environment)
+        try:
             outcome = execute(
-                task, cwd=cwd, worker=worker, result_path=Path(scratch) / "result.json"
+                task,
+                cwd=cwd,
+                worker=worker,
+                result_path=reaper.scratch / "result.json",
+                scratch=reaper.scratch,
             )
-    finally:
-        worker.close()
+        finally:
+            worker.close()
     return outcome, to_record(task, outcome, 0.0, 1)

@@ -10,11 +10,23 @@ eval prints lands in the worker's log and can never be taken for a reply.
 ``--discover PATH...`` instead imports the files under the paths and prints
 the ``@firewall.eval`` functions it found, as one JSON document.
 
+No process a trial starts outlives the trial. On Linux the worker is a child
+subreaper: a process orphaned below it (a double fork, a ``setsid`` child whose
+parent exited) becomes its child rather than init's, so every process a trial
+started is still a descendant, in whatever session or group. Before it replies,
+the worker kills and reaps all of its children but those started while an eval
+module was imported, which belong to the module and live with the worker (a
+server an eval talks to); a killed child's own children are adopted in turn,
+and killed in the next round. A trial that started nothing costs one
+``waitpid``. ``firewall/runner/reaper.py`` says what the rest of the runner
+guarantees.
+
 Every worker pays for its own start-up, once per runner slot, so serving
 imports only what an interpreter has loaded anyway (json, os, signal, sys,
-importlib): no ``firewall`` package (the runner loads this file by path), no
-typing, no inspect for plain functions. asyncio, traceback, pathlib, inspect
-and ``firewall`` are imported on first use, by the trials that need them.
+importlib), and ctypes for the one ``prctl`` call: no ``firewall`` package (the
+runner loads this file by path), no typing, no inspect for plain functions.
+asyncio, traceback, pathlib, inspect and ``firewall`` are imported on first
+use, by the trials that need them.
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ if TYPE_CHECKING:
     Eval = tuple[Callable[..., Any], bool, bool]  # function, takes `trial`, is async
 
 _FUNCTION = type(lambda: None)
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 _VARARGS, _VARKEYWORDS, _COROUTINE = 0x04, 0x08, 0x80  # inspect.CO_VARARGS, ...
 # What makes inspect look past a plain function's code object: then ask inspect.
 _INTROSPECTED = (
@@ -55,7 +68,11 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["--discover"]:
         from pathlib import Path
 
-        print(json.dumps(discover([Path(p) for p in argv[1:]])))
+        adopting = adopt_orphans()
+        found = discover([Path(p) for p in argv[1:]])
+        if adopting:
+            end_processes(set())  # what importing the modules started ends with discovery
+        print(json.dumps(found))
         return
     serve(own_log=argv[:1] == ["--own-log"])
 
@@ -80,6 +97,8 @@ def serve(*, own_log: bool = False) -> None:
     sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - lives with the worker
     cache: dict[str, Eval] = {}
     loop: asyncio.AbstractEventLoop | None = None
+    adopting = adopt_orphans()
+    modules: set[int] = set()  # children started by importing an eval module
     replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
     for line in requests:
         if log is not None:
@@ -89,9 +108,12 @@ def serve(*, own_log: bool = False) -> None:
                 pass
         request = json.loads(line)
         try:
-            fn, takes_trial, is_async = cache.get(request["target"]) or _load(
-                request["target"], cache
-            )
+            entry = cache.get(request["target"])
+            if entry is None:
+                entry = _load(request["target"], cache)
+                if adopting:
+                    modules.update(children())
+            fn, takes_trial, is_async = entry
             kwargs = {"seed": request["seed"]}
             if takes_trial:
                 kwargs["trial"] = request["trial"]
@@ -106,11 +128,101 @@ def serve(*, own_log: bool = False) -> None:
             reply = {"result": to_payload(value)}
         except (Exception, SystemExit) as exc:  # any failure costs one trial
             reply = {"error": describe(exc)}
+        if adopting:
+            end_processes(modules)
         try:
             text = json.dumps(reply)
         except (TypeError, ValueError) as exc:
             text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
         replies.write(text + "\n")
+
+
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its descendants' orphans; False where it cannot be."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (ImportError, OSError, AttributeError):  # an interpreter built without ctypes
+        return False
+
+
+def end_processes(spared: set[int]) -> None:
+    """SIGKILL and reap every child but the ``spared``, until none is left.
+
+    With ``adopt_orphans`` in force that is every process started below this one,
+    since an orphaned descendant becomes a child here. ``spared`` loses the pids
+    that are no longer children, so that a pid passed on is not spared by mistake,
+    and gains those that refuse the signal.
+    """
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # no children at all: the usual case
+        if pid:
+            spared.discard(pid)
+            continue  # reaped one that had exited; look again
+        left = children()
+        spared.intersection_update(left)
+        doomed = [child for child in left if child not in spared]
+        if not doomed:
+            return
+        killed = []
+        for child in doomed:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:  # reaped meanwhile, by a thread of the eval's
+                continue
+            except PermissionError:  # a setuid program: not the worker's to kill
+                spared.add(child)
+                continue
+            killed.append(child)
+        if killed:
+            try:
+                os.waitpid(killed[0], 0)
+            except ChildProcessError:
+                pass
+
+
+def children() -> list[int]:
+    """This process's children (each thread has a list of its own), zombies included."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # reaps nothing
+    except ChildProcessError:
+        return []  # none: no need to read /proc
+    pids: list[int] = []
+    try:
+        for thread in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{thread}/children", "rb") as file:
+                pids.extend(int(pid) for pid in file.read().split())
+    except FileNotFoundError:  # a thread that just ended, or no CONFIG_PROC_CHILDREN
+        return _children_by_parent()
+    return pids
+
+
+def _children_by_parent() -> list[int]:
+    """This process's children, found by reading every process's parent."""
+    me = str(os.getpid()).encode()
+    pids: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no /proc mounted: nothing can be found
+        return pids
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as file:
+                parent = file.read().rpartition(b")")[2].split(maxsplit=2)[1]
+        except (OSError, IndexError):
+            continue
+        if parent == me:
+            pids.append(int(name))
+    return pids
 
 
 def _load(target: str, cache: dict[str, Eval]) -> Eval:

@@ -14,7 +14,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from firewall.runner._supervisor import descendants, kill_all
 from firewall.runner.outcome import Outcome, signal_name, tail
+from firewall.runner.reaper import shell_mark
 
 STDOUT_KEEP_BYTES = 16 * 1024 * 1024
 STDERR_KEEP_BYTES = 64 * 1024
@@ -51,6 +53,7 @@ def run_command(
     exit_code_mode: bool,
     cwd: Path,
     result_path: Path,
+    scratch: Path,
     register: Callable[[int | None], None] = lambda pid: None,
 ) -> Outcome:
     """Run one trial of a command eval.
@@ -58,12 +61,14 @@ def run_command(
     The shell itself exports the ``FIREWALL_*`` variables, on the command's first
     line, and the process inherits the rest of the environment: handing Popen an
     ``env`` mapping makes it encode every variable again for every trial, about 7 %
-    of the cost of spawning a short command.
+    of the cost of spawning a short command. The first of them, ``FIREWALL_SCRATCH``,
+    is the run's mark (``reaper.py``): at the head of the shell's script, and in the
+    environment of whatever it starts.
     """
     result = str(result_path)
     values = {"seed": str(seed), "trial": str(trial), "eval_id": eval_id, "result": result}
     script = (
-        f"export FIREWALL_SEED={seed} FIREWALL_TRIAL={trial} FIREWALL_K={k} "
+        f"{shell_mark(str(scratch))}FIREWALL_SEED={seed} FIREWALL_TRIAL={trial} FIREWALL_K={k} "
         f"FIREWALL_EVAL_ID={shlex.quote(eval_id)} FIREWALL_RESULT={shlex.quote(result)}; "
         + render(command, values)
     )
@@ -138,16 +143,17 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
     """Drain stdout and stderr, keeping bounded tails, until the command is done.
 
     Done means the process exited and both pipes closed, or the process exited
-    and a background child it left behind still holds a pipe (that child is
-    killed after a short grace). Past the deadline the whole process group is
-    killed, whatever holds or has closed the pipes. The exit is watched through
-    a pidfd where the kernel has them, so nothing polls on a timer.
+    and a background child it left behind still holds a pipe (after a short
+    grace), or the deadline passed. Then the whole process group is killed,
+    whatever is left in it, before the shell is reaped: until then its pid, and
+    so the group's id, cannot pass to another process. The exit is watched
+    through a pidfd where the kernel has them, so nothing polls on a timer.
     """
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     kept = {out_fd: bytearray(), err_fd: bytearray()}
     limits = {out_fd: STDOUT_KEEP_BYTES, err_fd: STDERR_KEEP_BYTES}
-    timed_out = orphaned = False
+    timed_out = False
     exited_at: float | None = None
     pidfd = _pidfd(proc.pid)
     open_pipes = 2
@@ -165,15 +171,14 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
                     timed_out = True
                     break
                 if exited_at is not None and now - exited_at >= _ORPHAN_GRACE_S:
-                    orphaned = True  # only a background child holds the pipes now
-                    break
+                    break  # only a background child holds the pipes now
                 wait = deadline - now
                 if exited_at is not None:
                     wait = min(wait, exited_at + _ORPHAN_GRACE_S - now)
                 elif pidfd is None:
                     wait = min(wait, _TICK_S)  # no pidfd: look at the process now and then
                 ready = selector.select(wait)
-                if pidfd is None and exited_at is None and proc.poll() is not None:
+                if pidfd is None and exited_at is None and _exited(proc):
                     exited_at = time.monotonic()
                 for key, _ in ready:
                     if key.fd == pidfd:
@@ -192,13 +197,25 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
         finally:
             if pidfd is not None:
                 os.close(pidfd)
-    if timed_out or orphaned:
-        # The group still has members, so its id cannot have been reused by now.
-        kill_group(proc)
+    # A shell killed for its timeout is still there to say what it started.
+    stray = descendants(proc.pid) if timed_out else []
+    kill_group(proc)
+    kill_all(stray)
     proc.wait()
     proc.stdout.close()
     proc.stderr.close()
     return bytes(kept[out_fd]), bytes(kept[err_fd]), timed_out
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the shell has exited; where waitid can tell, without reaping it."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:  # macOS: only reaping tells; the group's id is then held by its members
+        return proc.poll() is not None
+    try:
+        return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _pidfd(pid: int) -> int | None:

@@ -21,10 +21,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from firewall.runner._supervisor import descendants, kill_all
 from firewall.runner.outcome import Outcome, signal_name, tail
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
@@ -59,10 +60,16 @@ def worker_command(*args: str) -> list[str]:
 
 
 class PythonWorker:
-    """One worker process that imports eval modules once and runs trials one at a time."""
+    """One worker process that imports eval modules once and runs trials one at a time.
 
-    def __init__(self, cwd: Path) -> None:
+    ``env`` is the worker's environment (the caller's by default); the runner marks
+    it with the run's scratch directory, so that the worker and whatever its trials
+    start can be found when the run ends (``reaper.py``).
+    """
+
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None = None) -> None:
         self._cwd = cwd
+        self._env = env
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
         self._buffer = bytearray()
@@ -151,10 +158,12 @@ class PythonWorker:
         self._buffer.clear()
         if proc is None:
             return
+        stray = descendants(proc.pid)  # in sessions of their own: the group kill misses them
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        kill_all(stray)
         proc.wait()
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
@@ -184,6 +193,7 @@ class PythonWorker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._log,
+                env=self._env,
                 start_new_session=True,
             )
         except BaseException:
