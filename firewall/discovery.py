@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import importlib.machinery
 import json
 import pkgutil
@@ -169,16 +170,15 @@ def unresolved(target: str, cwd: Path) -> str | None:
     """
     module, _, attribute = target.partition(":")
     name = attribute.split(".")[0]
-    location = _module_source(module, [str(cwd), *sys.path])
+    location = _module_source(module, (str(cwd), *sys.path))
     if isinstance(location, str):
         return location
     if location is None or not name:
         return None  # compiled, namespace or frozen: nothing to read
-    try:
-        tree = ast.parse(location.read_text(encoding="utf-8"), filename=str(location))
-    except (OSError, SyntaxError, ValueError) as exc:
-        return f"{_relative(location, cwd)} cannot be read as Python ({exc})"
-    names, open_ended = _top_level_names(tree)
+    read = _module_names(location)
+    if isinstance(read, str):
+        return f"{_relative(location, cwd)} cannot be read as Python ({read})"
+    names, open_ended = read
     if name in names or open_ended:
         return None
     close = get_close_matches(name, sorted(n for n in names if not n.startswith("_")), n=1)
@@ -186,10 +186,23 @@ def unresolved(target: str, cwd: Path) -> str | None:
     return f"{_relative(location, cwd)} defines no {name!r}{hint}"
 
 
-def _module_source(module: str, roots: list[str]) -> Path | str | None:
+@functools.lru_cache(maxsize=256)
+def _module_names(location: Path) -> tuple[frozenset[str], bool] | str:
+    """The top-level names of a module's source, parsed once however many evals it holds
+    (a thousand evals in one module were a thousand parses); why it cannot be read, else."""
+    try:
+        tree = ast.parse(location.read_text(encoding="utf-8"), filename=str(location))
+    except (OSError, SyntaxError, ValueError) as exc:
+        return str(exc)
+    names, open_ended = _top_level_names(tree)
+    return frozenset(names), open_ended
+
+
+@functools.lru_cache(maxsize=256)
+def _module_source(module: str, roots: tuple[str, ...]) -> Path | str | None:
     """The source file of ``module``; a message when it does not exist; None when it
     exists but is not Python source."""
-    search: list[str] | None = roots
+    search: list[str] | None = list(roots)
     parts = module.split(".")
     for depth in range(len(parts)):
         name = ".".join(parts[: depth + 1])
