@@ -86,6 +86,7 @@ class Gate(_Strict):
     flakiness: float | None = Field(default=None, ge=0, le=1)
     outlier_fence: float | None = Field(default=None, ge=0, le=MAX_FENCE)
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
+    import_timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
     max_errors: int | None = Field(default=None, ge=0)
     min_scored: int | None = Field(default=None, ge=1)
     adaptive: bool | None = None
@@ -182,6 +183,7 @@ class Settings(_Strict):
     outlier_fence: float = Field(default=3.0, ge=0, le=MAX_FENCE)
     seed: Any = DEFAULT_SEED
     timeout: float = Field(default=300, gt=0, le=MAX_TIMEOUT)
+    import_timeout: float = Field(default=120, gt=0, le=MAX_TIMEOUT)  # a Python eval's module
     concurrency: int = Field(default=4, ge=1, le=512)
     max_errors: int = Field(default=0, ge=0)
     min_scored: int = Field(default=3, ge=1)

@@ -51,6 +51,7 @@ class EvalSpec(BaseModel):
     flakiness: float
     outlier_fence: float
     timeout: float
+    import_timeout: float = 120.0  # importing a Python eval's module, apart from `timeout`
     max_errors: int
     min_scored: int = Field(default=3, ge=1)
     adaptive: bool = True
@@ -94,6 +95,9 @@ class EvalSpec(BaseModel):
             if entry.outlier_fence is None
             else entry.outlier_fence,
             timeout=settings.timeout if entry.timeout is None else entry.timeout,
+            import_timeout=(
+                settings.import_timeout if entry.import_timeout is None else entry.import_timeout
+            ),
             max_errors=settings.max_errors if entry.max_errors is None else entry.max_errors,
             min_scored=settings.min_scored if entry.min_scored is None else entry.min_scored,
             adaptive=settings.adaptive if entry.adaptive is None else entry.adaptive,

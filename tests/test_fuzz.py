@@ -956,11 +956,6 @@ def test_a_registry_key_with_a_line_break_is_named_on_one_line() -> None:
     assert str(refused.value).splitlines() == [str(refused.value)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="json.loads raises RecursionError in runner.command._result; the runner then "
-    "reports 'internal error running the trial' without the exit status or stderr",
-)
 @pytest.mark.parametrize("where", ["stdout", "result file"])
 def test_a_deeply_nested_command_result_is_an_errored_trial(tmp_path: Path, where: str) -> None:
     result_path = tmp_path / "result.json"

@@ -235,7 +235,14 @@ def execute(
     """
     spec = task.spec
     if spec.kind == "python":
-        return worker.call(spec.target, task.seed, task.index, spec.timeout, register)
+        return worker.call(
+            spec.target,
+            task.seed,
+            task.index,
+            spec.timeout,
+            register,
+            import_timeout=spec.import_timeout,
+        )
     return run_command(
         spec.target,
         eval_id=spec.id,
@@ -252,22 +259,32 @@ def execute(
 
 
 def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -> TrialRecord:
+    # Importing the eval's module is the worker's cost, not the trial's: apart from its time.
+    imported = outcome.import_s
+    if imported is not None:
+        duration_s = max(0.0, duration_s - imported)
     if outcome.error is not None:
-        return error_record(
+        record = error_record(
             index=task.index,
             seed=task.seed,
             error=outcome.error,
             duration_s=round(duration_s, 6),
             in_flight=in_flight,
+            traceback=outcome.traceback,
+            output=outcome.output,
         )
-    return record_from_payload(
-        outcome.payload,
-        index=task.index,
-        seed=task.seed,
-        pass_score=task.spec.pass_score,
-        duration_s=round(duration_s, 6),
-        in_flight=in_flight,
-    )
+    else:
+        record = record_from_payload(
+            outcome.payload,
+            index=task.index,
+            seed=task.seed,
+            pass_score=task.spec.pass_score,
+            duration_s=round(duration_s, 6),
+            in_flight=in_flight,
+        )
+    if imported is not None:
+        record = record.model_copy(update={"import_s": round(imported, 6)})
+    return record
 
 
 def replay(task: Task, *, cwd: Path) -> tuple[Outcome, TrialRecord]:

@@ -22,7 +22,7 @@ and killed in the next round. A trial that started nothing costs one
 guarantees.
 
 Every worker pays for its own start-up, once per runner slot, so serving
-imports only what an interpreter has loaded anyway (json, os, signal, sys,
+imports only what an interpreter has loaded anyway (json, os, signal, sys, time,
 importlib), and ctypes for the one ``prctl`` call: no ``firewall`` package (the
 runner loads this file by path), no typing, no inspect for plain functions.
 asyncio, traceback, pathlib, inspect and ``firewall`` are imported on first
@@ -36,6 +36,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,7 +111,10 @@ def serve(*, own_log: bool = False) -> None:
         try:
             entry = cache.get(request["target"])
             if entry is None:
+                started = time.perf_counter()
                 entry = _load(request["target"], cache)
+                # Said at once: the trial's own timeout starts now, not at the request.
+                replies.write(json.dumps({"imported": time.perf_counter() - started}) + "\n")
                 if adopting:
                     modules.update(children())
             fn, takes_trial, is_async = entry
@@ -127,7 +131,7 @@ def serve(*, own_log: bool = False) -> None:
                 value = fn(**kwargs)
             reply = {"result": to_payload(value)}
         except (Exception, SystemExit) as exc:  # any failure costs one trial
-            reply = {"error": describe(exc)}
+            reply = {"error": describe(exc), "traceback": own_traceback(exc)}
         if adopting:
             end_processes(modules)
         try:
@@ -282,12 +286,39 @@ def to_payload(value: Any) -> Any:
 def describe(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"eval called sys.exit({exc.code!r})"
-    import traceback
     from pathlib import Path
 
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    frames = _own_frames(exc)
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+def own_traceback(exc: BaseException) -> str | None:
+    """The traceback of the eval's own frames: neither this worker's nor importlib's."""
+    if isinstance(exc, SystemExit):
+        return None
+    import traceback
+
+    lines = [
+        "Traceback (most recent call last):\n",
+        *traceback.format_list(_own_frames(exc)),
+        *traceback.format_exception_only(type(exc), exc),
+    ]
+    text = "".join(lines)
+    return text if len(text) <= _TRACEBACK_CHARS else "…" + text[-_TRACEBACK_CHARS:]
+
+
+_TRACEBACK_CHARS = 6000
+
+
+def _own_frames(exc: BaseException) -> list[Any]:
+    import traceback
+
+    return [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if frame.filename != __file__ and not frame.filename.startswith("<frozen ")
+    ]
 
 
 def discover(paths: list[Path]) -> dict[str, Any]:

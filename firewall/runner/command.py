@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from firewall.runner._supervisor import descendants, kill_all
-from firewall.runner.outcome import Outcome, signal_name, tail
+from firewall.runner.outcome import Outcome, output_tail, signal_name, tail
 from firewall.runner.reaper import shell_mark
+from firewall.runner.trial import shorten
 
 STDOUT_KEEP_BYTES = 16 * 1024 * 1024
 STDERR_KEEP_BYTES = 64 * 1024
@@ -85,6 +86,24 @@ def run_command(
         stdout, stderr, timed_out = _collect(proc, time.monotonic() + timeout)
     finally:
         register(None)
+    outcome = _outcome(proc, stdout, stderr, timed_out, timeout, exit_code_mode, result_path)
+    if outcome.error is not None or (exit_code_mode and outcome.payload == _FAILED):
+        outcome.output = output_tail(stdout, stderr)  # the evidence: what the command said
+    return outcome
+
+
+_FAILED = {"score": 0.0}
+
+
+def _outcome(
+    proc: subprocess.Popen[bytes],
+    stdout: bytes,
+    stderr: bytes,
+    timed_out: bool,
+    timeout: float,
+    exit_code_mode: bool,
+    result_path: Path,
+) -> Outcome:
     if timed_out:
         return Outcome(error=f"timed out after {timeout:g} s; the command was killed{tail(stderr)}")
     status = proc.returncode
@@ -92,7 +111,7 @@ def run_command(
         return Outcome(error=f"killed by {signal_name(-status)}{tail(stderr)}")
     if exit_code_mode:
         if status in (0, 1):
-            return Outcome(payload={"score": 1.0 if status == 0 else 0.0})
+            return Outcome(payload={"score": 1.0} if status == 0 else dict(_FAILED))
         return Outcome(
             error=f"exit status {status} (a plain test passes with 0 and fails with 1)"
             f"{tail(stderr)}"
@@ -111,7 +130,7 @@ def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Out
     if written.strip():
         try:
             return Outcome(payload=json.loads(written))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return Outcome(
                 error=f"the FIREWALL_RESULT file is not valid JSON ({exc}); "
                 f"exit status {status}{tail(stderr)}"
@@ -119,13 +138,18 @@ def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Out
     last = _last_line(stdout)
     try:
         value = json.loads(last) if last else None
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     if isinstance(value, dict):
         return Outcome(payload=value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return Outcome(payload={"score": value})  # a bare number is the score (contract §3)
-    seen = "no output" if not last else "its last stdout line is neither a JSON object nor a number"
+    shown = shorten(last.decode("utf-8", "replace"), 80)
+    seen = (
+        "no output"
+        if not last
+        else f"its last stdout line ({shown!r}) is neither a JSON object nor a number"
+    )
     return Outcome(
         error=f"no result: the command wrote no FIREWALL_RESULT file and {seen} "
         f"(exit status {status}){tail(stderr)}"

@@ -11,10 +11,30 @@ from firewall.text import one_line
 STDERR_TAIL_CHARS = 800
 
 
+OUTPUT_TAIL_CHARS = 2000
+
+
 @dataclasses.dataclass
 class Outcome:
     payload: Any = None
     error: str | None = None
+    traceback: str | None = None  # a Python eval's own frames, when it raised
+    output: str | None = None  # the tail of what the trial printed, when it errored
+    import_s: float | None = None  # the worker imported the eval's module for this trial
+
+
+def output_tail(stdout: bytes, stderr: bytes = b"") -> str:
+    """The last of what a trial printed, stdout then stderr, each labelled when both spoke."""
+    parts = []
+    for label, data in (("stdout", stdout), ("stderr", stderr)):
+        text = data.decode("utf-8", "replace").rstrip()
+        if text:
+            if len(text) > OUTPUT_TAIL_CHARS:
+                text = "…" + text[-OUTPUT_TAIL_CHARS:]
+            parts.append((label, text))
+    if len(parts) == 1:
+        return parts[0][1]
+    return "\n".join(f"--- {label} ---\n{text}" for label, text in parts)
 
 
 def tail(stderr: bytes) -> str:

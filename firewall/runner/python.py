@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from firewall.runner._supervisor import descendants, kill_all
-from firewall.runner.outcome import Outcome, signal_name, tail
+from firewall.runner.outcome import OUTPUT_TAIL_CHARS, Outcome, output_tail, signal_name, tail
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 READY = b'{"ready": true}'
 GARBLED = "the worker's reply was not JSON (was the protocol stream written to?)"
 BOOT_HOLD_S = 0.5
+DEFAULT_IMPORT_TIMEOUT = 120.0
 
 
 def _cpus() -> int:
@@ -74,6 +75,7 @@ class PythonWorker:
         self._log: Any = None
         self._buffer = bytearray()
         self._permit = False  # this worker's boot holds one of the _BOOT_PERMITS
+        self._loaded: set[str] = set()  # targets this process has imported
 
     def call(
         self,
@@ -82,8 +84,15 @@ class PythonWorker:
         trial: int,
         timeout: float,
         register: Callable[[int | None], None] = lambda pid: None,
+        import_timeout: float = DEFAULT_IMPORT_TIMEOUT,
     ) -> Outcome:
-        """Run one trial; a hang or a crash costs this trial and this worker, nothing more."""
+        """Run one trial; a hang or a crash costs this trial and this worker, nothing more.
+
+        Importing the eval's module, the first time this worker meets it, is not the
+        trial's: it has ``import_timeout`` of its own, and its time is reported apart
+        (``Outcome.import_s``), so that a slow import (torch, an SDK) neither times the
+        first trials out nor reads as their latency.
+        """
         if self._proc is not None and self._proc.poll() is None:
             proc, booting = self._proc, False  # the worker empties its log per request
         else:
@@ -95,7 +104,7 @@ class PythonWorker:
                 failed = self._boot(proc, deadline, timeout)
                 if failed is not None:
                     return failed
-            return self._exchange(proc, target, seed, trial, timeout, deadline)
+            return self._exchange(proc, target, seed, trial, timeout, deadline, import_timeout)
         finally:
             register(None)
 
@@ -129,6 +138,7 @@ class PythonWorker:
         trial: int,
         timeout: float,
         deadline: float,
+        import_timeout: float,
     ) -> Outcome:
         assert proc.stdin is not None and proc.stdout is not None
         request = json.dumps({"target": target, "seed": seed, "trial": trial}) + "\n"
@@ -137,25 +147,69 @@ class PythonWorker:
             proc.stdin.flush()
         except BrokenPipeError:
             return self._died(proc)
-        line = self._read_line(proc.stdout.fileno(), deadline)
-        if line is None:
-            self.kill()
-            return Outcome(error=f"timed out after {timeout:g} s; the worker was killed")
-        if line == b"":
-            return self._died(proc)
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            self.kill()
-            return Outcome(error=GARBLED)
+        importing = target not in self._loaded
+        if importing:  # the import's own limit, then the trial's from when it is done
+            deadline = time.monotonic() + import_timeout
+        imported: float | None = None
+        while True:
+            line = self._read_line(proc.stdout.fileno(), deadline)
+            if line is None:
+                self.kill()
+                if importing and imported is None:
+                    module = target.partition(":")[0]
+                    return Outcome(
+                        error=f"importing {module} took longer than import_timeout "
+                        f"{import_timeout:g} s; the worker was killed",
+                        output=self._output(),
+                    )
+                return Outcome(
+                    error=f"timed out after {timeout:g} s; the worker was killed",
+                    output=self._output(),
+                    import_s=imported,
+                )
+            if line == b"":
+                died = self._died(proc)
+                died.import_s = imported
+                return died
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                self.kill()
+                return Outcome(error=GARBLED)
+            if "imported" in reply and imported is None:
+                imported = float(reply["imported"])
+                self._loaded.add(target)
+                deadline = time.monotonic() + timeout
+                continue
+            break
         if "error" in reply:
-            return Outcome(error=str(reply["error"]))
-        return Outcome(payload=reply["result"])
+            return Outcome(
+                error=str(reply["error"]),
+                traceback=reply.get("traceback"),
+                output=self._output(),
+                import_s=imported,
+            )
+        return Outcome(payload=reply["result"], import_s=imported)
+
+    def _output(self) -> str | None:
+        """The tail of what the current trial printed (the worker's log holds it alone)."""
+        if self._log is None:
+            return None
+        try:
+            self._log.flush()
+            size = os.fstat(self._log.fileno()).st_size
+            data = os.pread(
+                self._log.fileno(), OUTPUT_TAIL_CHARS * 4, max(0, size - OUTPUT_TAIL_CHARS * 4)
+            )
+        except OSError:
+            return None
+        return output_tail(data) or None
 
     def kill(self) -> None:
         self._release_permit()
         proc, self._proc = self._proc, None
         self._buffer.clear()
+        self._loaded.clear()
         if proc is None:
             return
         stray = descendants(proc.pid)  # in sessions of their own: the group kill misses them
@@ -232,10 +286,11 @@ class PythonWorker:
         status = proc.wait()
         self._log.seek(0)
         stderr = tail(self._log.read())
+        printed = self._output()
         self.kill()
         how = (
             f"was killed by {signal_name(-status)}"
             if status < 0
             else f"exited with status {status}"
         )
-        return Outcome(error=f"the worker process {how} during the trial{stderr}")
+        return Outcome(error=f"the worker process {how} during the trial{stderr}", output=printed)

@@ -94,6 +94,11 @@ class TrialRecord(BaseModel):
     items: dict[str, float] = {}
     model_id: str | None = None
     prompt_version: str | None = None
+    # An errored trial's evidence: the eval's own frames (a Python eval), and the tail of
+    # what it printed on stdout and stderr.
+    traceback: str | None = None
+    output: str | None = None
+    import_s: float | None = None  # importing the eval's module, apart from duration_s
 
     @property
     def errored(self) -> bool:
@@ -191,10 +196,23 @@ def _with_attribution(record: TrialRecord, result: TrialPayload) -> TrialRecord:
 
 
 def error_record(
-    *, index: int, seed: int, error: str, duration_s: float, in_flight: int
+    *,
+    index: int,
+    seed: int,
+    error: str,
+    duration_s: float,
+    in_flight: int,
+    traceback: str | None = None,
+    output: str | None = None,
 ) -> TrialRecord:
     return TrialRecord(
-        index=index, seed=seed, error=error, duration_s=duration_s, in_flight=in_flight
+        index=index,
+        seed=seed,
+        error=error,
+        duration_s=duration_s,
+        in_flight=in_flight,
+        traceback=traceback,
+        output=output or None,
     )
 
 
