@@ -31,17 +31,36 @@ from firewall.runner import replay as run_one
     help="The trial index passed to the eval.",
 )
 @config_option
-def replay(eval_id: str, seed: int, trial: int, config_path: Path | None) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also print what the trial printed when it passed, and how long it and its "
+    "module's import took.",
+)
+def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbose: bool) -> None:
     """Run one trial of EVAL_ID with --seed and print what it reported.
 
-    Prints the raw trial result, then the trial as the firewall records it.
-    Exits 0 when the trial produced a valid result, 3 when it errored.
+    Prints the raw trial result, then the trial as the firewall records it. A
+    trial that errored prints the eval's full traceback and what it printed on
+    stdout and stderr; a plain test (`result = "exit-code"`) that failed prints
+    its command's output. The output comes once the trial has ended, through the
+    same filter as everything the firewall prints: in a CI job no line of it can
+    be read as a workflow command. Exits 0 when the trial produced a valid
+    result, 3 when it errored.
     """
     project = context.load(config_path, [eval_id])
     spec = project.specs[0]
     outcome, record = run_one(Task(spec, trial, seed, spec.k), cwd=project.cwd)
     if outcome.error is None:
         output.echo_json(json.dumps(outcome.payload, indent=2, sort_keys=True))
+    if outcome.traceback:
+        output.echo(outcome.traceback.rstrip("\n"))
+    if outcome.output and (record.errored or verbose or record.score == 0.0):
+        output.echo(f"# what the trial printed:\n{outcome.output}")
+    if verbose:
+        imported = f", its module imported in {outcome.import_s:.3f} s" if outcome.import_s else ""
+        output.echo(f"# took {record.duration_s:.3f} s{imported}")
     output.echo(
         f"# {spec.id} trial {trial} seed {seed}: "
         + (

@@ -62,6 +62,24 @@ def _row(report: EvalReport) -> tuple[str, ...]:
     )
 
 
+def _evidence(report: EvalReport) -> list[str]:
+    """With -v: the first errored trial's traceback and output, and an import's time."""
+    lines = []
+    imported = [t.import_s for t in report.trials if t.import_s is not None]
+    if imported:
+        lines.append(
+            f"module imported in {number(max(imported))} s (apart from the trials' durations)"
+        )
+    first = next((t for t in report.trials if t.error is not None), None)
+    if first is None:
+        return lines
+    for title, text in (("traceback", first.traceback), ("output", first.output)):
+        if text:
+            lines.append(f"trial {first.index} (seed {first.seed}) {title}:")
+            lines.extend(f"  {line}" for line in text.splitlines())
+    return lines
+
+
 def _nonblocking_failure(report: EvalReport) -> bool:
     return not report.blocking and report.status in (Status.FAIL, Status.ERROR)
 
@@ -70,6 +88,8 @@ def _details(report: EvalReport, *, verbose: bool) -> list[str]:
     lines: list[str] = []
     if verbose or report.status in (Status.FAIL, Status.ERROR, Status.QUARANTINE):
         lines.extend(format_check(check) for check in report.checks)
+    if verbose:
+        lines.extend(_evidence(report))
     if verbose and report.stats.p50_latency_ms is not None:
         stats = report.stats
         lines.append(

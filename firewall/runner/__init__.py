@@ -227,15 +227,18 @@ def execute(
     result_path: Path,
     scratch: Path,
     register: Callable[[int | None], None] = lambda pid: None,
+    keep_output: bool = False,
 ) -> Outcome:
     """Run one trial of one eval and return what it reported.
 
     ``scratch`` is the run's scratch directory (``Reaper.scratch``); a worker's
-    environment carries its mark already.
+    environment carries its mark already. ``keep_output`` keeps what the trial
+    printed even when it succeeded (`firewall replay`); otherwise only an errored
+    trial's is kept.
     """
     spec = task.spec
     if spec.kind == "python":
-        return worker.call(
+        outcome = worker.call(
             spec.target,
             task.seed,
             task.index,
@@ -243,6 +246,9 @@ def execute(
             register,
             import_timeout=spec.import_timeout,
         )
+        if keep_output and outcome.output is None:
+            outcome.output = worker.printed()
+        return outcome
     return run_command(
         spec.target,
         eval_id=spec.id,
@@ -255,6 +261,7 @@ def execute(
         result_path=result_path,
         scratch=scratch,
         register=register,
+        keep_output=keep_output,
     )
 
 
@@ -288,9 +295,11 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
 
 
 def replay(task: Task, *, cwd: Path) -> tuple[Outcome, TrialRecord]:
-    """Run one trial on its own, as `firewall replay` does: what it reported, and its record."""
+    """Run one trial on its own, as `firewall replay` does: what it reported (and printed),
+    and its record."""
     with Reaper() as reaper:
         worker = PythonWorker(cwd, reaper.environment)
+        started = time.perf_counter()
         try:
             outcome = execute(
                 task,
@@ -298,7 +307,9 @@ def replay(task: Task, *, cwd: Path) -> tuple[Outcome, TrialRecord]:
                 worker=worker,
                 result_path=reaper.scratch / "result.json",
                 scratch=reaper.scratch,
+                keep_output=True,
             )
         finally:
             worker.close()
-    return outcome, to_record(task, outcome, 0.0, 1)
+        took = time.perf_counter() - started
+    return outcome, to_record(task, outcome, took, 1)

@@ -56,8 +56,9 @@ def run_command(
     result_path: Path,
     scratch: Path,
     register: Callable[[int | None], None] = lambda pid: None,
+    keep_output: bool = False,
 ) -> Outcome:
-    """Run one trial of a command eval.
+    """Run one trial of a command eval (``keep_output``: what it printed, passed or not).
 
     The shell itself exports the ``FIREWALL_*`` variables, on the command's first
     line, and the process inherits the rest of the environment: handing Popen an
@@ -87,7 +88,7 @@ def run_command(
     finally:
         register(None)
     outcome = _outcome(proc, stdout, stderr, timed_out, timeout, exit_code_mode, result_path)
-    if outcome.error is not None or (exit_code_mode and outcome.payload == _FAILED):
+    if keep_output or outcome.error is not None or (exit_code_mode and outcome.payload == _FAILED):
         outcome.output = output_tail(stdout, stderr)  # the evidence: what the command said
     return outcome
 

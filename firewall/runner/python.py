@@ -160,11 +160,11 @@ class PythonWorker:
                     return Outcome(
                         error=f"importing {module} took longer than import_timeout "
                         f"{import_timeout:g} s; the worker was killed",
-                        output=self._output(),
+                        output=self.printed(),
                     )
                 return Outcome(
                     error=f"timed out after {timeout:g} s; the worker was killed",
-                    output=self._output(),
+                    output=self.printed(),
                     import_s=imported,
                 )
             if line == b"":
@@ -186,12 +186,12 @@ class PythonWorker:
             return Outcome(
                 error=str(reply["error"]),
                 traceback=reply.get("traceback"),
-                output=self._output(),
+                output=self.printed(),
                 import_s=imported,
             )
         return Outcome(payload=reply["result"], import_s=imported)
 
-    def _output(self) -> str | None:
+    def printed(self) -> str | None:
         """The tail of what the current trial printed (the worker's log holds it alone)."""
         if self._log is None:
             return None
@@ -286,7 +286,7 @@ class PythonWorker:
         status = proc.wait()
         self._log.seek(0)
         stderr = tail(self._log.read())
-        printed = self._output()
+        printed = self.printed()
         self.kill()
         how = (
             f"was killed by {signal_name(-status)}"

@@ -96,3 +96,29 @@ def test_a_last_line_that_is_not_a_result_is_quoted(project: Path) -> None:
 def test_a_bare_number_on_the_last_line_is_the_score(project: Path) -> None:
     (record,) = run(project, command_spec("echo 0.9"))
     assert record.error is None and record.score == 0.9
+
+
+def test_run_verbose_and_replay_show_the_traceback_and_what_the_eval_printed(
+    project: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from firewall.cli import main
+
+    write_module(project, "raises", RAISES)
+    (project / "firewall.toml").write_text(
+        'k = 3\n[[evals]]\nid = "lookup"\npython = "raises:score"\n'
+        '[[evals]]\nid = "plain"\ncommand = "echo checking; exit 1"\nresult = "exit-code"\n'
+    )
+    shown = CliRunner().invoke(main, ["run", "-v"]).output
+    assert "trial 0 (seed " in shown and ") traceback:" in shown
+    assert '    return table["b"]' in shown  # the eval's own line, indented under the row
+    assert 'scoring with {"seed": ' in shown
+    replayed = CliRunner().invoke(main, ["replay", "lookup", "--seed", "5"])
+    assert replayed.exit_code == 3
+    assert replayed.output.startswith("Traceback (most recent call last):")
+    assert '# what the trial printed:\nscoring with {"seed": 5}' in replayed.output
+    plain = CliRunner().invoke(main, ["replay", "plain", "--seed", "5", "-v"])
+    assert plain.exit_code == 0
+    assert "# what the trial printed:\nchecking" in plain.output
+    assert "# took " in plain.output
