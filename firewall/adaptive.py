@@ -40,7 +40,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall.policy import Check, Decision, Status, decide, item_test, measure
+from firewall.policy import Check, Decision, Status, decide, decide_case, item_test, measure
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import EPSILON, Stats, sorted_iqr, sorted_median, wilson_interval
@@ -84,7 +84,7 @@ def step(spec: EvalSpec) -> int:
 def wanted(spec: EvalSpec, trials: Sequence[TrialRecord]) -> int:
     """How many trials the probe should have in all, given the ones it has."""
     n = len(trials)
-    if not spec.adaptive:
+    if not spec.adaptive or spec.result == "junit":  # a suite's run serves every case: k
         return spec.k
     if n < spec.k:
         return n if settle(spec, trials) is not None else spec.k
@@ -97,6 +97,8 @@ def conclude(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Decision, S
     """The decision of a probe that ended, and why it ended; None when it was cut short
     of a decision (interrupted before k trials, and not settled)."""
     n = len(trials)
+    if spec.suite is not None:  # a case: decided on the runs it was in, however many
+        return decide_case(spec, trials), Stop(trials=n, planned=spec.k, why="fixed")
     if not spec.adaptive:
         if n < spec.k:
             return None

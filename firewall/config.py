@@ -106,7 +106,8 @@ class EvalEntry(Gate):
     id: str = Field(pattern=ID_PATTERN)
     command: str | None = Field(default=None, min_length=1)
     python: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-    result: Literal["json", "exit-code"] = "json"
+    result: Literal["json", "exit-code", "junit"] = "json"
+    junit_xml: str | None = Field(default=None, min_length=1)  # where a suite's XML lands
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     pass_score: float | None = Field(default=None, ge=0, le=1)
     confidence: float = Field(default=0.95, ge=MIN_CONFIDENCE, le=MAX_CONFIDENCE)
@@ -127,8 +128,15 @@ class EvalEntry(Gate):
     def _one_kind(self) -> EvalEntry:
         if (self.command is None) == (self.python is None):
             raise ValueError("set exactly one of `command` or `python`")
-        if self.result == "exit-code" and self.command is None:
-            raise ValueError('`result = "exit-code"` applies to `command` evals only')
+        if self.result in ("exit-code", "junit") and self.command is None:
+            raise ValueError(f'`result = "{self.result}"` applies to `command` evals only')
+        if self.junit_xml is not None and self.result != "junit":
+            raise ValueError('`junit_xml` applies to `result = "junit"` suites only')
+        if self.junit_xml is not None and "{trial}" not in self.junit_xml:
+            raise ValueError(
+                "`junit_xml` needs {trial} in it (e.g. build/junit-{trial}.xml): trials in "
+                "flight together must not write one file"
+            )
         return self
 
 

@@ -379,3 +379,46 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
         Status.PASS,
         f"median {fmt(stats.median)} >= threshold {fmt(spec.threshold)} ({spread}, {count})",
     )
+
+
+def decide_case(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
+    """A test case of a JUnit suite, decided as a plain test: passed in every trial it ran
+    in, PASS; failed in every one, FAIL; both, the classic flaky test, QUARANTINE."""
+    stats = measure(spec, trials)
+    errored = [trial for trial in trials if trial.error is not None]
+    ran = [trial for trial in trials if trial.error is None and trial.score is not None]
+    passes = sum(bool(trial.passed) for trial in ran)
+    fails = len(ran) - passes
+    present = f", in {len(trials)} of {spec.k} trials" if len(trials) < spec.k else ""
+    check = Check(
+        name="outcomes",
+        ok=fails == 0,
+        actual=f"{passes} passed, {fails} failed"
+        + (f", {len(errored)} errored" if errored else ""),
+        allowed="every run passed",
+    )
+
+    def verdict(status: Status, reason: str) -> Decision:
+        return Decision(status=status, reason=one_line(reason), stats=stats, checks=(check,))
+
+    if len(errored) > spec.max_errors or not ran:
+        first = errored[0] if errored else None
+        detail = f"; trial {first.index} (seed {first.seed}): {first.error}" if first else ""
+        return verdict(
+            Status.ERROR,
+            f"the suite's run errored in {len(errored)} of {len(trials)} trials{detail}",
+        )
+    failed = next((trial for trial in ran if not trial.passed), None)
+    why = ""
+    if failed is not None:
+        message = failed.fields.get("failure")
+        why = f"; first failure, trial {failed.index} (seed {failed.seed}): {message}"
+    if fails == 0:
+        return verdict(Status.PASS, f"passed in {passes} of {len(ran)} runs{present}")
+    if passes == 0:
+        return verdict(Status.FAIL, f"failed in {fails} of {len(ran)} runs{present}{why}")
+    return verdict(
+        Status.QUARANTINE,
+        f"passed {passes} and failed {fails} of {len(ran)} runs on the same code: "
+        f"a flaky test{present}{why}",
+    )

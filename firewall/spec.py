@@ -45,7 +45,9 @@ class EvalSpec(BaseModel):
     id: str
     kind: Literal["command", "python"]
     target: str  # the shell command, or "module:function"
-    result: Literal["json", "exit-code"] = "json"
+    result: Literal["json", "exit-code", "junit"] = "json"
+    junit_xml: str | None = None  # a suite's XML, when not written to {result}
+    suite: str | None = None  # a case of that suite (id SUITE/case), decided as a plain test
     k: int
     threshold: float
     flakiness: float
@@ -88,6 +90,7 @@ class EvalSpec(BaseModel):
             kind="command" if entry.command is not None else "python",
             target=entry.command if entry.command is not None else str(entry.python),
             result=entry.result,
+            junit_xml=entry.junit_xml,
             k=settings.k if entry.k is None else entry.k,
             threshold=threshold,
             flakiness=settings.flakiness if entry.flakiness is None else entry.flakiness,

@@ -24,7 +24,7 @@ from firewall.lifecycle import (
     progress_of,
     quarantine_entry,
 )
-from firewall.pipeline import effects
+from firewall.pipeline import effects, suites
 from firewall.pipeline.context import Context
 from firewall.pipeline.run import Kept, keep, probe_part
 from firewall.pipeline.stages import Progress, judge, run_info, summarise
@@ -79,7 +79,13 @@ def nightly(
         if eval_id not in known
     ]
     wanted = set(before) | set(candidates)
-    targets = [spec for spec in ctx.specs if options.probe_all or spec.id in wanted]
+    targets = [
+        spec
+        for spec in ctx.specs
+        if options.probe_all
+        or spec.id in wanted
+        or any(suites.holds(spec, eval_id) for eval_id in wanted)  # a suite: its cases
+    ]
     part = probe_part(
         ctx,
         targets,
@@ -88,7 +94,12 @@ def nightly(
         k=options.k or settings.nightly.k,
         progress=progress,
     )
-    reports = {spec.id: judge(spec, part.trials[spec.id], blocking=False) for spec in part.specs}
+    reports = {
+        spec.id: judge(spec, part.trials[spec.id], blocking=False)
+        for spec in part.specs
+        if spec.id in part.trials
+        and (options.probe_all or spec.suite is None or spec.id in wanted)  # a suite's others
+    }
     at = part.started_at
     failure: FirewallError | None = None  # the registry's, when it could not be changed
     if part.complete and not options.dry_run and ctx.reviewed:
@@ -123,7 +134,9 @@ def nightly(
             events += happened
     elif part.complete:
         events += _lifecycle(ctx, dict(before), reports, at=at, candidates=candidates)
-    final = [_with_nightly_status(reports[spec.id], events) for spec in part.specs]
+    final = [
+        _with_nightly_status(reports[spec.id], events) for spec in part.specs if spec.id in reports
+    ]
     artefact = Artefact(
         run=run_info([part], mode="nightly", finished_at=part.finished_at),
         # Nightly never blocks: whatever it found, it exits 0.

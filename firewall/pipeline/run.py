@@ -28,7 +28,7 @@ from firewall.errors import (
     WriteError,
 )
 from firewall.lifecycle import quarantine_entry
-from firewall.pipeline import effects
+from firewall.pipeline import effects, suites
 from firewall.pipeline.context import Context
 from firewall.pipeline.stages import Progress, conclude, plan, probe, summarise
 from firewall.policy import Check, Status
@@ -164,6 +164,8 @@ def probe_part(
         schedule, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
     )
     effective = {spec.id: spec for spec in schedule.specs}
+    # Suites become their cases here, before anything is decided or written.
+    specs, grouped = suites.expand([effective.get(s.id, s) for s in chosen], grouped)
     return Probed(
         base_seed=base_seed,
         started_at=started,
@@ -172,8 +174,12 @@ def probe_part(
         shard=str(shard) if shard else None,
         git_sha=ctx.git.sha,
         git_ref=ctx.git.ref,
-        specs=[effective.get(spec.id, spec) for spec in chosen],
-        trials={spec.id: grouped.get(spec.id, []) for spec in probed},
+        specs=specs,
+        trials={
+            spec.id: grouped.get(spec.id, [])
+            for spec in specs
+            if spec.id in grouped or spec.id in effective
+        },
         skipped=[spec.id for spec in chosen if spec.id not in effective],
     )
 

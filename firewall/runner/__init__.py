@@ -12,6 +12,7 @@ each trial's end kills.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import queue
@@ -27,7 +28,8 @@ from firewall.runner.outcome import Outcome
 from firewall.runner.python import PythonWorker
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
-from firewall.runner.trial import TrialRecord, error_record, record_from_payload
+from firewall.runner.trial import SuiteCase, TrialRecord, error_record, record_from_payload
+from firewall.spec import EvalSpec
 
 __all__ = ["Interrupted", "Runner", "Schedule", "Task", "execute", "replay"]
 
@@ -262,7 +264,20 @@ def execute(
         scratch=scratch,
         register=register,
         keep_output=keep_output,
+        junit=_junit_path(spec, cwd, result_path, task.index) if spec.result == "junit" else None,
     )
+
+
+def _junit_path(spec: EvalSpec, cwd: Path, result_path: Path, trial: int) -> Path:
+    """Where a suite's trial leaves its JUnit XML: ``junit_xml`` when the config names one
+    (its ``{trial}`` the trial's index, so that trials in flight together do not share
+    it; removed before the trial, so that no earlier run's report passes for this one),
+    else ``{result}``."""
+    if spec.junit_xml is None:
+        return result_path
+    path = cwd / spec.junit_xml.replace("{trial}", str(trial))
+    path.unlink(missing_ok=True)
+    return path
 
 
 def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -> TrialRecord:
@@ -291,6 +306,9 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
         )
     if imported is not None:
         record = record.model_copy(update={"import_s": round(imported, 6)})
+    if outcome.cases is not None:
+        cases = [SuiteCase(**dataclasses.asdict(case)) for case in outcome.cases]
+        record = record.model_copy(update={"cases": cases})
     return record
 
 

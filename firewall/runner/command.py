@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from firewall.runner._supervisor import descendants, kill_all
+from firewall.runner.junit import NotJUnit, parse_junit
 from firewall.runner.outcome import Outcome, output_tail, signal_name, tail
 from firewall.runner.reaper import shell_mark
 from firewall.runner.trial import shorten
@@ -57,6 +58,7 @@ def run_command(
     scratch: Path,
     register: Callable[[int | None], None] = lambda pid: None,
     keep_output: bool = False,
+    junit: Path | None = None,
 ) -> Outcome:
     """Run one trial of a command eval (``keep_output``: what it printed, passed or not).
 
@@ -87,7 +89,10 @@ def run_command(
         stdout, stderr, timed_out = _collect(proc, time.monotonic() + timeout)
     finally:
         register(None)
-    outcome = _outcome(proc, stdout, stderr, timed_out, timeout, exit_code_mode, result_path)
+    if junit is not None and not timed_out and proc.returncode >= 0:
+        outcome = _suite(junit, proc.returncode, stderr)
+    else:
+        outcome = _outcome(proc, stdout, stderr, timed_out, timeout, exit_code_mode, result_path)
     if keep_output or outcome.error is not None or (exit_code_mode and outcome.payload == _FAILED):
         outcome.output = output_tail(stdout, stderr)  # the evidence: what the command said
     return outcome
@@ -118,6 +123,33 @@ def _outcome(
             f"{tail(stderr)}"
         )
     return _result(result_path, stdout, status, stderr)
+
+
+def _suite(path: Path, status: int, stderr: bytes) -> Outcome:
+    """One run of a JUnit suite: its cases, and as the trial's score the share that passed.
+
+    A test runner exits non-zero when a test fails, so the exit status counts only when
+    no report was written (a crash, a usage error) and says so then.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return Outcome(
+            error=f"no JUnit XML at {path} (exit status {status}): the suite wrote no report"
+            f"{tail(stderr)}"
+        )
+    try:
+        cases = parse_junit(data)
+    except NotJUnit as exc:
+        return Outcome(error=f"{path}: {exc} (exit status {status}){tail(stderr)}")
+    ran = {
+        case.id: 1.0 if case.outcome == "passed" else 0.0
+        for case in cases
+        if case.outcome != "skipped"
+    }
+    if not ran:
+        return Outcome(error=f"{path}: no test case ran (exit status {status})", cases=cases)
+    return Outcome(payload={"score": sum(ran.values()) / len(ran), "items": ran}, cases=cases)
 
 
 def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Outcome:

@@ -48,6 +48,9 @@ def parse_junit(data: bytes) -> list[Case]:
         raise NotJUnit(f"not XML: {exc}") from None
     if root.tag not in ("testsuites", "testsuite"):
         raise NotJUnit(f"not JUnit XML: its root is <{root.tag}>, not <testsuites>")
+    # pytest counts lines from 0 (its `line` is a code object's co_firstlineno - 1); every
+    # other runner, and every editor, from 1.
+    shift = 1 if any(suite.get("name") == "pytest" for suite in root.iter("testsuite")) else 0
     cases: list[Case] = []
     seen: dict[str, int] = {}
     for element in root.iter("testcase"):
@@ -60,7 +63,7 @@ def parse_junit(data: bytes) -> list[Case]:
                 id=unique,
                 outcome=outcome,
                 file=element.get("file") or None,
-                line=_line(element.get("line")),
+                line=_line(element.get("line"), shift),
                 message=message,
             )
         )
@@ -95,8 +98,8 @@ def _outcome(element: ET.Element) -> tuple[CaseOutcome, str]:
     return "passed", ""
 
 
-def _line(value: str | None) -> int | None:
+def _line(value: str | None, shift: int) -> int | None:
     try:
-        return int(value) if value else None
+        return int(value) + shift if value else None
     except ValueError:
         return None

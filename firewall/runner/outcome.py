@@ -6,6 +6,7 @@ import dataclasses
 import signal
 from typing import Any
 
+from firewall.runner.junit import Case
 from firewall.text import one_line
 
 STDERR_TAIL_CHARS = 800
@@ -21,6 +22,7 @@ class Outcome:
     traceback: str | None = None  # a Python eval's own frames, when it raised
     output: str | None = None  # the tail of what the trial printed, when it errored
     import_s: float | None = None  # the worker imported the eval's module for this trial
+    cases: list[Case] | None = None  # a JUnit suite's test cases, one run of them
 
 
 def output_tail(stdout: bytes, stderr: bytes = b"") -> str:

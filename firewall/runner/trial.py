@@ -11,7 +11,7 @@ import json
 import math
 import re
 import sys
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
@@ -76,6 +76,18 @@ class TrialPayload(BaseModel):
         return self
 
 
+class SuiteCase(BaseModel):
+    """One test case of one run of a JUnit suite (`result = "junit"`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    file: str | None = None
+    line: int | None = None
+    message: str = ""
+
+
 class TrialRecord(BaseModel):
     """One trial as the artefact keeps it: what was run, what came back, how long it took."""
 
@@ -99,6 +111,9 @@ class TrialRecord(BaseModel):
     traceback: str | None = None
     output: str | None = None
     import_s: float | None = None  # importing the eval's module, apart from duration_s
+    # A suite's trial: its cases, until the probe stage makes each an eval of its own
+    # (firewall.pipeline.suites); never written, since no suite's trial reaches a file.
+    cases: list[SuiteCase] | None = Field(default=None, exclude=True)
 
     @property
     def errored(self) -> bool:

@@ -56,7 +56,7 @@ def test_a_real_pytest_junitxml_is_read_with_its_outcomes_and_sources(tmp_path: 
         "test_shop.test_setup": "error",
     }
     assert cases["test_shop.test_total"].file == "test_shop.py"
-    assert cases["test_shop.test_total"].line == 5  # pytest's 0-based line of the def
+    assert cases["test_shop.test_total"].line == 6  # the def's line (pytest writes 5)
     assert "assert 90 == 100" in cases["test_shop.test_total"].message
 
 

@@ -1,0 +1,168 @@
+"""JUnit suites: every case of a real test runner's report is an eval of its own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from firewall.cli import main
+
+SAMPLES = Path(__file__).parent.parent / "data" / "junit"
+
+TESTS = """\
+import os
+
+import pytest
+
+
+def test_steady():
+    assert True
+
+
+def test_broken():
+    assert 1 == 2, "always"
+
+
+def test_flaky():
+    # fails on every other trial: on the same code, a classic flaky test
+    assert int(os.environ["FIREWALL_TRIAL"]) % 2 == 0, "odd trial"
+
+
+@pytest.mark.skip(reason="later")
+def test_later():
+    pass
+"""
+
+
+def suite_config(command: str, k: int = 4, extra: str = "") -> str:
+    return (
+        f'k = {k}\nconcurrency = 2\n[[evals]]\nid = "shop"\n'
+        f'command = {json.dumps(command)}\nresult = "junit"\n{extra}'
+    )
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def report(root: Path) -> dict[str, dict[str, object]]:
+    data = json.loads((root / "firewall-report.json").read_text())
+    return {e["id"]: e for e in data["evals"]}
+
+
+@pytest.fixture
+def pytest_suite(project: Path) -> Path:
+    (project / "suite").mkdir()
+    (project / "suite" / "test_shop.py").write_text(TESTS)
+    command = (
+        f"{sys.executable} -m pytest -q -p no:cacheprovider -o junit_family=xunit1 "
+        "--junitxml={result} suite"
+    )
+    (project / "firewall.toml").write_text(suite_config(command))
+    return project
+
+
+def test_each_case_of_a_real_pytest_suite_is_decided_as_a_plain_test(pytest_suite: Path) -> None:
+    result = invoke("run")
+    evals = report(pytest_suite)
+    assert set(evals) == {
+        "shop/suite.test_shop.test_steady",
+        "shop/suite.test_shop.test_broken",
+        "shop/suite.test_shop.test_flaky",
+    }, "the skipped case never ran: no eval"
+    steady = evals["shop/suite.test_shop.test_steady"]
+    assert steady["status"] == "pass" and steady["reason"] == "passed in 4 of 4 runs"
+    broken = evals["shop/suite.test_shop.test_broken"]
+    assert broken["status"] == "fail" and "failed in 4 of 4 runs" in str(broken["reason"])
+    assert "always" in str(broken["reason"])
+    assert broken["source"] == {"file": "suite/test_shop.py", "line": 10}  # its def
+    flaky = evals["shop/suite.test_shop.test_flaky"]
+    assert flaky["status"] == "quarantine"
+    assert str(flaky["reason"]).startswith("passed 2 and failed 2 of 4 runs on the same code")
+    assert result.exit_code == 1  # the broken case blocks; the flaky one is quarantined
+    entries = json.loads((pytest_suite / "quarantine.json").read_text())["evals"]
+    assert list(entries) == ["shop/suite.test_shop.test_flaky"]
+
+
+def test_a_quarantined_case_still_runs_and_never_blocks(pytest_suite: Path) -> None:
+    invoke("run")
+    (pytest_suite / "suite" / "test_shop.py").write_text(TESTS.replace("1 == 2", "1 == 1"))
+    second = invoke("run")
+    flaky = report(pytest_suite)["shop/suite.test_shop.test_flaky"]
+    assert flaky["status"] == "quarantined" and flaky["blocking"] is False
+    assert len(flaky["trials"]) == 4  # type: ignore[arg-type]
+    assert second.exit_code == 0, second.output
+
+
+def test_the_nightly_re_probes_a_quarantined_case_through_its_suite(pytest_suite: Path) -> None:
+    invoke("run")
+    nightly = invoke("nightly", "--no-issues")
+    assert nightly.exit_code == 0, nightly.output
+    data = json.loads((pytest_suite / "firewall-report.json").read_text())
+    assert [e["id"] for e in data["evals"]] == ["shop/suite.test_shop.test_flaky"]
+
+
+@pytest.mark.parametrize(
+    "sample, expected",
+    [
+        (
+            "go.xml",
+            {
+                "example.com/shop/cart.TestAdd": "pass",
+                "example.com/shop/cart.TestTotalWithCoupon": "fail",
+            },
+        ),
+        ("jest.xml", {"checkout_adds_an_item": "pass", "checkout_pays_with_a_card": "fail"}),
+        (
+            "nextest.xml",
+            {
+                "shop.tests.adds": "pass",
+                "shop.tests.flaky_total": "fail",
+                "shop.tests.timeout": "fail",
+            },
+        ),
+    ],
+)
+def test_reports_of_other_runners_are_suites_too(
+    project: Path, sample: str, expected: dict[str, str]
+) -> None:
+    shutil.copy(SAMPLES / sample, project / sample)
+    (project / "firewall.toml").write_text(suite_config(f"cp {sample} {{result}}", k=3))
+    invoke("run")
+    statuses = {eval_id.split("/", 1)[1]: e["status"] for eval_id, e in report(project).items()}
+    assert statuses == expected
+
+
+def test_a_suite_that_writes_no_report_is_one_eval_that_errors(project: Path) -> None:
+    (project / "firewall.toml").write_text(suite_config("echo no tests here; exit 2", k=3))
+    result = invoke("run")
+    (evaluation,) = report(project).values()
+    assert evaluation["id"] == "shop" and evaluation["status"] == "error"
+    assert "no JUnit XML" in str(evaluation["reason"]) and "exit status 2" in str(
+        evaluation["reason"]
+    )
+    assert result.exit_code == 3
+
+
+def test_a_case_missing_from_some_runs_says_so(project: Path) -> None:
+    script = project / "report.sh"
+    script.write_text(
+        'if [ "$FIREWALL_TRIAL" = 0 ]; then extra="<testcase name=\'new\'/>"; fi\n'
+        'echo "<testsuite><testcase name=\'old\'/>$extra</testsuite>" > "$FIREWALL_RESULT"\n'
+    )
+    (project / "firewall.toml").write_text(suite_config("sh report.sh", k=3))
+    invoke("run")
+    evals = report(project)
+    assert evals["shop/new"]["reason"] == "passed in 1 of 1 runs, in 1 of 3 trials"
+    assert evals["shop/old"]["reason"] == "passed in 3 of 3 runs"
+
+
+def test_junit_xml_must_name_a_file_per_trial(project: Path) -> None:
+    (project / "firewall.toml").write_text(suite_config("true", extra='junit_xml = "out.xml"\n'))
+    result = invoke("list")
+    assert result.exit_code == 2 and "`junit_xml` needs {trial} in it" in result.output
