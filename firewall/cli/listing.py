@@ -42,7 +42,7 @@ def list_evals(
     rows = [
         (
             spec.id,
-            spec.kind if spec.result == "json" else "exit-code",
+            spec.kind if spec.result == "json" else spec.result,
             str(spec.k),
             number(spec.threshold),
             number(spec.flakiness),
