@@ -13,7 +13,16 @@ import re
 import sys
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from firewall.stats import EPSILON
 
@@ -88,6 +97,9 @@ class SuiteCase(BaseModel):
     message: str = ""
 
 
+_EVIDENCE = ("traceback", "output", "import_s")
+
+
 class TrialRecord(BaseModel):
     """One trial as the artefact keeps it: what was run, what came back, how long it took."""
 
@@ -114,6 +126,16 @@ class TrialRecord(BaseModel):
     # A suite's trial: its cases, until the probe stage makes each an eval of its own
     # (firewall.pipeline.suites); never written, since no suite's trial reaches a file.
     cases: list[SuiteCase] | None = Field(default=None, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_evidence(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Most trials have neither; an artefact of 7,000 trials need not say so 21,000 times.
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in _EVIDENCE:
+                if data.get(key) is None:
+                    data.pop(key, None)
+        return data
 
     @property
     def errored(self) -> bool:
