@@ -153,6 +153,7 @@ Label = Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[^,]*[^,\s]
 
 class GitHub(_Strict):
     issues: bool = True
+    comment: bool = True  # one comment on each pull request, edited on every run
     labels: list[Label] = Field(default_factory=lambda: ["flaky-eval"], min_length=1)
     budget: float = 30.0  # seconds all GitHub calls of one run may take together
 

@@ -16,7 +16,12 @@ exchanges, e.g. PyGithub's tests/ReplayData):
   silently dropped (``triage=False``); ``has_issues=False`` answers 410
   "Issues are disabled for this repo" on every issue endpoint;
 - pull requests share the issues' numbers; one open pull request per head
-  and base, a second is a 422 "A pull request already exists for OWNER:BRANCH.".
+  and base, a second is a 422 "A pull request already exists for OWNER:BRANCH.";
+  a pull request's conversation comments are issue comments on its number, and
+  work where issues are disabled;
+- comments are listed a page at a time (``per_page``, Link headers), edited
+  and deleted by id (``/issues/comments/ID``; a deleted one answers 404), and
+  may be a person's (``add_comment``).
 
 It can be told to fail as GitHub does (``FAILURE_MODES``): 5xx, 401, primary
 and secondary rate limits (403 or 429, with or without Retry-After), a
@@ -123,6 +128,16 @@ class StoredIssue:
     repository: str = ""  # where it lives: another repository once transferred
     created_at: str = ""
     closed_at: str | None = None
+    comment_authors: dict[int, str] = dataclasses.field(default_factory=dict)  # by index
+    deleted_comments: set[int] = dataclasses.field(default_factory=set)  # 1-based indices
+
+    def live_comments(self) -> list[tuple[int, str]]:
+        """(1-based index, body) of the comments not deleted."""
+        return [
+            (index, body)
+            for index, body in enumerate(self.comments, start=1)
+            if index not in self.deleted_comments
+        ]
 
 
 @dataclasses.dataclass
@@ -258,6 +273,23 @@ class GitHubStandIn:
         with self._lock:
             self.issues[number].locked = True
 
+    def add_comment(self, number: int, body: str, *, author: str = "octocat") -> int:
+        """A comment written by a person; its id."""
+        with self._lock:
+            issue = self.issues[number]
+            issue.comments.append(body)
+            issue.comment_authors[len(issue.comments)] = author
+            return _comment_id(issue, len(issue.comments))
+
+    def delete_comment(self, number: int, index: int) -> None:
+        """A person deletes the issue's ``index``-th comment (1-based)."""
+        with self._lock:
+            self.issues[number].deleted_comments.add(index)
+
+    def comments_on(self, number: int) -> list[str]:
+        """The bodies of the issue's (or pull request's) comments that are not deleted."""
+        return [body for _, body in self.issues[number].live_comments()]
+
     def open_issues(self) -> list[StoredIssue]:
         return [i for i in self.issues.values() if i.state == "open" and not i.pull]
 
@@ -322,7 +354,7 @@ class GitHubStandIn:
         rest = path[len(repo) :]
         if rest == "" and method == "GET":
             return Reply(200, self._repo_json())
-        if rest.startswith("/issues") and not self.has_issues:
+        if rest.startswith("/issues") and not self.has_issues and not self._conversation(rest):
             return _failure("issues-disabled")
         if rest == "/issues" and method == "GET":
             return self._list_issues(path, query)
@@ -337,6 +369,8 @@ class GitHubStandIn:
             return Reply(200, self._label_json(name)) if name in self.labels else _not_found()
         if rest.startswith("/pulls"):
             return self._on_pulls(method, rest, query, body)
+        if found := re.fullmatch(r"/issues/comments/(\d+)", rest):
+            return self._on_comment(method, int(found.group(1)), body)
         match = re.fullmatch(r"/issues/(\d+)(/comments|/assignees)?", rest)
         if match is None:
             return _not_found()
@@ -351,9 +385,41 @@ class GitHubStandIn:
             return Reply(301, message, {"Location": location})
         if number not in self.issues:
             return _not_found()
-        return self._on_issue(method, sub, self.issues[number], body)
+        return self._on_issue(method, sub, self.issues[number], body, query)
 
-    def _on_issue(self, method: str, sub: str, issue: StoredIssue, body: Any) -> Reply:
+    def _conversation(self, rest: str) -> bool:
+        """Whether the path is a pull request's comments, which issues being off leaves be."""
+        listing = re.fullmatch(r"/issues/(\d+)/comments", rest)
+        single = re.fullmatch(r"/issues/comments/(\d+)", rest)
+        number = int(listing.group(1)) if listing else int(single.group(1)) // 1000 if single else 0
+        return number in self.issues and self.issues[number].pull
+
+    def _on_comment(self, method: str, comment_id: int, body: Any) -> Reply:
+        issue = self.issues.get(comment_id // 1000)
+        index = comment_id % 1000
+        if issue is None or not 0 < index <= len(issue.comments) or index in issue.deleted_comments:
+            return _not_found()
+        if method == "GET":
+            return Reply(200, self._comment_json(issue, index))
+        if method == "PATCH":
+            if len(body.get("body") or "") > MAX_BODY:
+                return _too_long("IssueComment")
+            issue.comments[index - 1] = body["body"]
+            return Reply(200, self._comment_json(issue, index))
+        if method == "DELETE":
+            issue.deleted_comments.add(index)
+            return Reply(204)
+        return Reply(405, {"message": "Method Not Allowed"})
+
+    def _on_issue(
+        self,
+        method: str,
+        sub: str,
+        issue: StoredIssue,
+        body: Any,
+        query: dict[str, list[str]] | None = None,
+    ) -> Reply:
+        query = query or {}
         if sub == "" and method == "GET":
             return Reply(200, self._issue_json(issue))
         if sub == "" and method == "PATCH":
@@ -389,8 +455,10 @@ class GitHubStandIn:
             issue.comments.append(body["body"])
             return Reply(201, self._comment_json(issue, len(issue.comments)))
         if sub == "/comments" and method == "GET":
-            count = len(issue.comments)
-            return Reply(200, [self._comment_json(issue, i + 1) for i in range(count)])
+            comments = [self._comment_json(issue, index) for index, _ in issue.live_comments()]
+            return self._page(
+                f"/repos/{issue.repository}/issues/{issue.number}/comments", query, comments
+            )
         if sub == "/assignees" and method == "POST":
             # Like GitHub: 201, and a login that cannot be assigned is quietly left out.
             for login in body.get("assignees", []):
@@ -556,7 +624,7 @@ class GitHubStandIn:
             "url": url,
             "repository_url": f"{self.url}/repos/{issue.repository}",
             "comments_url": f"{url}/comments",
-            "comments": len(issue.comments),
+            "comments": len(issue.live_comments()),
             "html_url": f"http://127.0.0.1:{self.port}/{issue.repository}/{kind}/{issue.number}",
             "user": _user_json("github-actions[bot]", self.url),
             "created_at": issue.created_at,
@@ -589,18 +657,25 @@ class GitHubStandIn:
 
     def _comment_json(self, issue: StoredIssue, index: int) -> JSON:
         issue_url = f"{self.url}/repos/{issue.repository}/issues/{issue.number}"
+        comment_id = _comment_id(issue, index)
+        kind = "pull" if issue.pull else "issues"
+        author = issue.comment_authors.get(index, "github-actions[bot]")
         return {
-            "id": issue.number * 1000 + index,
+            "id": comment_id,
+            "node_id": f"IC_{comment_id}",
             "body": issue.comments[index - 1],
-            "url": f"{self.url}/repos/{issue.repository}/issues/comments/"
-            f"{issue.number * 1000 + index}",
-            "html_url": f"http://127.0.0.1:{self.port}/{issue.repository}/issues/"
-            f"{issue.number}#issuecomment-{issue.number * 1000 + index}",
+            "url": f"{self.url}/repos/{issue.repository}/issues/comments/{comment_id}",
+            "html_url": f"http://127.0.0.1:{self.port}/{issue.repository}/{kind}/"
+            f"{issue.number}#issuecomment-{comment_id}",
             "issue_url": issue_url,
-            "user": _user_json("github-actions[bot]", self.url),
+            "user": _user_json(author, self.url),
             "created_at": issue.created_at,
             "updated_at": issue.created_at,
         }
+
+
+def _comment_id(issue: StoredIssue, index: int) -> int:
+    return issue.number * 1000 + index
 
 
 def _user_json(login: str, base: str) -> JSON:
@@ -734,6 +809,8 @@ def _handler_for(hub: GitHubStandIn) -> type[BaseHTTPRequestHandler]:
             payload = (
                 reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
             ).encode()
+            if reply.status == 204:  # No Content: a body would be read as the next answer
+                payload = b""
             if reply.delivery == "no-answer":
                 hub.wait(None)
                 self.close_connection = True

@@ -60,6 +60,7 @@ __all__ = [  # Transport with them: callers build one to hand in
     "Transport",
     "from_environment",
     "pull_requests_from_environment",
+    "session_from_environment",
 ]
 
 T = TypeVar("T")
@@ -387,10 +388,22 @@ def pull_requests_from_environment(
     budget: Budget | None = None,
 ) -> GitHubPullRequests | None:
     """Pull requests for the repository Actions runs in; None without a token and a repository."""
+    return session_from_environment(GitHubPullRequests, env, transport=transport, budget=budget)
+
+
+def session_from_environment(
+    kind: type[S],
+    env: Mapping[str, str],
+    *,
+    transport: Transport = DEFAULT_TRANSPORT,
+    budget: Budget | None = None,
+) -> S | None:
+    """A ``kind`` of session on the repository Actions runs in (e.g. ``comment.GitHubComment``);
+    None without a token and a repository."""
     found = _repository_and_token(env)
     if found is None:
         return None
-    return GitHubPullRequests(*found, base_url=_api_url(env), transport=transport, budget=budget)
+    return kind(*found, base_url=_api_url(env), transport=transport, budget=budget)
 
 
 def _repository_and_token(env: Mapping[str, str]) -> tuple[str, str] | None:

@@ -33,8 +33,10 @@ if TYPE_CHECKING:
 
 
 def publish_run(ctx: Context, result: RunResult, *, issues: bool) -> None:
-    """After `run` and `gate`: issues of new quarantines, then warnings and the Actions files."""
+    """After `run` and `gate`: issues of new quarantines, the pull request's comment, then
+    warnings and the Actions files."""
     problems = [*result.problems, *_sync_after_gate(ctx, result, issues=issues)]
+    problems += _comment_on_pull_request(ctx, result, issues=issues)
     announce(ctx, result.artefact, None if result.dry_run else result.report_path, problems)
 
 
@@ -207,6 +209,40 @@ def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> list[s
             trends=ctx.trends(r.id for r in result.artefact.evals),
         ),
         dry_run=result.dry_run,
+    )
+
+
+def _comment_on_pull_request(ctx: Context, result: RunResult, *, issues: bool) -> list[str]:
+    """In a pull-request job, its one comment (``[github] comment``): the counts and what
+    changed against the default branch's latest probes in the history."""
+    env = ctx.env
+    if not (ctx.settings.github.comment and ctx.in_actions) or ctx.checkout.pull_request is None:
+        return []
+    talks = result.dry_run or not issues  # says what it would post, calls nothing
+    if not talks and not (env.get("GITHUB_TOKEN") and env.get("GITHUB_REPOSITORY")):
+        return []
+    if not ctx.checkout.pull_request:
+        return [
+            "the pull request's number is in neither GITHUB_REF nor GITHUB_EVENT_PATH: no comment"
+        ]
+    budget = github_budget(ctx)
+    if budget.spent:  # its one warning said so
+        return []
+    from firewall.github.comment import publish_comment
+    from firewall.report.comment import BASELINE_WINDOW, baseline
+
+    default = ctx.checkout.default_branch
+    ids = {report.id for report in result.artefact.evals}
+    rows = ctx.history.recent(ids, since=ctx.clock() - BASELINE_WINDOW) if default else []
+    return publish_comment(
+        result.artefact,
+        pull=ctx.checkout.pull_request,
+        before=baseline(rows, default) if default else {},
+        default_branch=default,
+        env=env,
+        dry_run=talks,
+        echo=output.note,
+        budget=budget,
     )
 
 
