@@ -6,6 +6,7 @@ every complaint names the file, the key and what is allowed.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 ID_PATTERN = r"^[A-Za-z0-9._/-]+$"
+INSPECT_PATTERN = r"^[^@]+\.py@[^@\s]+$"  # an Inspect task: "path/to/file.py@task"
 DEFAULT_SEED = 0
 DEFAULT_MAX_K = 15
 MAX_K = 10_000
@@ -106,6 +108,10 @@ class EvalEntry(Gate):
     id: str = Field(pattern=ID_PATTERN)
     command: str | None = Field(default=None, min_length=1)
     python: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    inspect: str | None = Field(default=None, pattern=INSPECT_PATTERN)  # an Inspect AI task
+    # The Inspect task's model, as `inspect eval --model` takes it ("none": a task that needs none).
+    model: str | None = Field(default=None, pattern=r"^([\w.-]+/\S+|none)$")
+    task_args: dict[str, Any] = {}  # passed to the Inspect task's function
     result: Literal["json", "exit-code", "junit"] = "json"
     junit_xml: str | None = Field(default=None, min_length=1)  # where a suite's XML lands
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
@@ -124,10 +130,24 @@ class EvalEntry(Gate):
             parse_owner(value)
         return value
 
+    @field_validator("task_args")
+    @classmethod
+    def _task_args(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "task arguments are strings, numbers, booleans, arrays and tables "
+                "(no dates or times, no nan or inf)"
+            ) from None
+        return value
+
     @model_validator(mode="after")
     def _one_kind(self) -> EvalEntry:
-        if (self.command is None) == (self.python is None):
-            raise ValueError("set exactly one of `command` or `python`")
+        if [self.command, self.python, self.inspect].count(None) != 2:
+            raise ValueError("set exactly one of `command` or `python` or `inspect`")
+        if self.inspect is None and (self.model is not None or self.task_args):
+            raise ValueError("`model` and `task_args` apply to `inspect` evals only")
         if self.result in ("exit-code", "junit") and self.command is None:
             raise ValueError(f'`result = "{self.result}"` applies to `command` evals only')
         if self.junit_xml is not None and self.result != "junit":
@@ -428,6 +448,8 @@ def explain(exc: ValidationError, *, source: str, prefix: str, document: Any = N
 _PATTERN_HINTS = {
     "id": "ids may use only letters, digits and . _ / -",
     "python": 'expected "module:function", e.g. "evals.safety:refusal_rate"',
+    "inspect": 'expected "path/to/file.py@task", e.g. "tasks/triage.py@triage"',
+    "model": 'expected an Inspect model, "provider/model", e.g. "openai/gpt-4o" (or "none")',
     "labels": "a label needs a name that is not blank and has no comma",
     "remote": 'expected the name of a git remote, e.g. "origin" ("" keeps the history local)',
     "branch": 'expected a git branch name, e.g. "firewall-state"',

@@ -11,6 +11,7 @@ import ast
 import dataclasses
 import functools
 import importlib.machinery
+import importlib.util
 import json
 import pkgutil
 import subprocess
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from difflib import get_close_matches
 from pathlib import Path
 
+from firewall.adapters.inspect_eval import INSTALL
 from firewall.config import LoadedConfig, parse_eval_options
 from firewall.errors import ConfigError, DiscoveryError, UsageError
 from firewall.runner.python import worker_command
@@ -36,12 +38,11 @@ def discover(config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
         for entry in settings.evals
     ]
     for spec in specs:
-        if spec.kind == "python":
-            problem = unresolved(spec.target, cwd)
-            if problem is not None:
-                raise ConfigError(
-                    f"{spec.source}: eval {spec.id!r}: python = {spec.target!r}: {problem}"
-                )
+        problem = _target_problem(spec, cwd)
+        if problem is not None:
+            raise ConfigError(
+                f"{spec.source}: eval {spec.id!r}: {spec.kind} = {spec.target!r}: {problem}"
+            )
     if settings.paths:
         specs.extend(_decorated(settings.paths, config, cwd))
     seen: dict[str, EvalSpec] = {}
@@ -184,6 +185,77 @@ def unresolved(target: str, cwd: Path) -> str | None:
     close = get_close_matches(name, sorted(n for n in names if not n.startswith("_")), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{_relative(location, cwd)} defines no {name!r}{hint}"
+
+
+def _target_problem(spec: EvalSpec, cwd: Path) -> str | None:
+    """Why the eval's module or task cannot be found; None for a command, run as it is."""
+    if spec.kind == "python":
+        return unresolved(spec.target, cwd)
+    if spec.kind == "inspect":
+        return unresolved_task(spec.target, cwd)
+    return None
+
+
+def unresolved_task(target: str, cwd: Path) -> str | None:
+    """Why an Inspect task ``file.py@task`` cannot be run, or None (also when the file's
+    source cannot tell).
+
+    Read as Inspect reads it before it loads a file: the task is a top-level
+    function with an ``@task`` decorator, named by the decorator's ``name=`` or
+    else by the function. Nothing is imported, Inspect included.
+    """
+    if importlib.util.find_spec("inspect_ai") is None:
+        return INSTALL
+    file, _, name = target.rpartition("@")
+    path = cwd / file
+    if not path.is_file():
+        return f"no file {file} (relative to {cwd})"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, ValueError) as exc:
+        return f"{file} cannot be read as Python ({exc})"
+    tasks = _task_names(tree)
+    if name in tasks:
+        return None
+    names, open_ended = _top_level_names(tree)
+    if not tasks and (name in names or open_ended):
+        return None  # bound some other way, or maybe: Inspect will say
+    if not tasks:
+        return f"{file} has no @task function (Inspect finds a task by its @task decorator)"
+    close = get_close_matches(name, sorted(tasks), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; it has {', '.join(sorted(tasks))}"
+    return f"{file} has no @task {name!r}{hint}"
+
+
+def _task_names(tree: ast.Module) -> set[str]:
+    """The tasks a file declares: its top-level ``@task`` functions, by their registry names."""
+    names: set[str] = set()
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for decorator in node.decorator_list:
+            call = decorator if isinstance(decorator, ast.Call) else None
+            function = call.func if call is not None else decorator
+            if _decorator_name(function) != "task":
+                continue
+            named = [
+                keyword.value.value
+                for keyword in (call.keywords if call is not None else [])
+                if keyword.arg == "name"
+                and isinstance(keyword.value, ast.Constant)
+                and isinstance(keyword.value.value, str)
+            ]
+            names.add(named[0] if named else node.name)
+    return names
+
+
+def _decorator_name(node: ast.expr) -> str | None:
+    """The last part of a decorator's name: ``task`` of ``task`` and ``inspect_ai.task``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
 
 
 @functools.lru_cache(maxsize=256)

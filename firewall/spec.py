@@ -43,8 +43,8 @@ class EvalSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    kind: Literal["command", "python"]
-    target: str  # the shell command, or "module:function"
+    kind: Literal["command", "python", "inspect"]
+    target: str  # the shell command, "module:function", or an Inspect task's "file.py@task"
     result: Literal["json", "exit-code", "junit"] = "json"
     junit_xml: str | None = None  # a suite's XML, when not written to {result}
     suite: str | None = None  # a case of that suite (id SUITE/case), decided as a plain test
@@ -66,6 +66,8 @@ class EvalSpec(BaseModel):
     blocking: bool = True
     tags: tuple[str, ...] = ()
     owner: str | None = None
+    inspect_model: str | None = None  # an Inspect task's model; None: Inspect's own choice
+    task_args: dict[str, Any] = {}  # the arguments of an Inspect task's function
     source: Source
 
     @model_validator(mode="before")
@@ -85,10 +87,11 @@ class EvalSpec(BaseModel):
             key, what = conflict
             raise ConfigError(f"{source}: @firewall.eval {key}: {what}")
         threshold = settings.threshold if entry.threshold is None else entry.threshold
+        kind, target = _kind_and_target(entry)
         return cls(
             id=entry.id,
-            kind="command" if entry.command is not None else "python",
-            target=entry.command if entry.command is not None else str(entry.python),
+            kind=kind,
+            target=target,
             result=entry.result,
             junit_xml=entry.junit_xml,
             k=settings.k if entry.k is None else entry.k,
@@ -113,8 +116,18 @@ class EvalSpec(BaseModel):
             blocking=entry.blocking,
             tags=tuple(entry.tags),
             owner=parse_owner(entry.owner) if entry.owner else None,
+            inspect_model=entry.model,
+            task_args=entry.task_args,
             source=source,
         )
+
+
+def _kind_and_target(entry: EvalEntry) -> tuple[Literal["command", "python", "inspect"], str]:
+    if entry.command is not None:
+        return "command", entry.command
+    if entry.inspect is not None:
+        return "inspect", entry.inspect
+    return "python", str(entry.python)
 
 
 def warnings_for(spec: EvalSpec) -> list[str]:

@@ -2,8 +2,9 @@
 
 Each of ``concurrency`` slots is a thread that takes the next task, runs it
 (a shell process for a command eval, a request to the slot's own long-lived
-worker process for a Python eval) and hands back a ``TrialRecord``. Threads
-suffice: the trials run in other processes, so the slots only wait.
+worker process for a Python eval or an Inspect task) and hands back a
+``TrialRecord``. Threads suffice: the trials run in other processes, so the
+slots only wait.
 
 A run's processes end with it, and its scratch directory goes, on every exit
 path, the firewall's own SIGKILL included: ``reaper.py`` says how, and what
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from firewall.adapters import inspect_eval
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
 from firewall.runner.python import PythonWorker
@@ -239,9 +241,9 @@ def execute(
     trial's is kept.
     """
     spec = task.spec
-    if spec.kind == "python":
+    if spec.kind in ("python", "inspect"):
         outcome = worker.call(
-            spec.target,
+            spec.target if spec.kind == "python" else _inspect_target(spec),
             task.seed,
             task.index,
             spec.timeout,
@@ -266,6 +268,11 @@ def execute(
         keep_output=keep_output,
         junit=_junit_path(spec, cwd, result_path, task.index) if spec.result == "junit" else None,
     )
+
+
+def _inspect_target(spec: EvalSpec) -> str:
+    """The worker's target for an Inspect task: the adapter, with the task's settings."""
+    return inspect_eval.worker_target(spec.target, spec.inspect_model, spec.task_args)
 
 
 def _junit_path(spec: EvalSpec, cwd: Path, result_path: Path, trial: int) -> Path:
