@@ -288,10 +288,13 @@ def _junit_path(spec: EvalSpec, cwd: Path, result_path: Path, trial: int) -> Pat
 
 
 def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -> TrialRecord:
-    # Importing the eval's module is the worker's cost, not the trial's: apart from its time.
+    # Booting a worker and importing the eval's module are the worker's costs, not the
+    # trial's: a Python eval's duration is its call as the worker timed it.
     imported = outcome.import_s
-    if imported is not None:
-        duration_s = max(0.0, duration_s - imported)
+    if outcome.call_s is not None:
+        duration_s = outcome.call_s
+    else:
+        duration_s = max(0.0, duration_s - (imported or 0.0) - (outcome.boot_s or 0.0))
     if outcome.error is not None:
         record = error_record(
             index=task.index,
@@ -311,8 +314,13 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
             duration_s=round(duration_s, 6),
             in_flight=in_flight,
         )
-    if imported is not None:
-        record = record.model_copy(update={"import_s": round(imported, 6)})
+    apart = {
+        key: round(value, 6)
+        for key, value in (("import_s", imported), ("boot_s", outcome.boot_s))
+        if value is not None
+    }
+    if apart:
+        record = record.model_copy(update=apart)
     if outcome.cases is not None:
         cases = [SuiteCase(**dataclasses.asdict(case)) for case in outcome.cases]
         record = record.model_copy(update={"cases": cases})

@@ -121,15 +121,17 @@ def serve(*, own_log: bool = False) -> None:
             kwargs = {"seed": request["seed"]}
             if takes_trial:
                 kwargs["trial"] = request["trial"]
-            if is_async:
-                if loop is None:
-                    import asyncio
+            if is_async and loop is None:
+                import asyncio
 
-                    loop = asyncio.new_event_loop()
+                loop = asyncio.new_event_loop()
+            called = time.perf_counter()  # the call alone: no boot, no import, no protocol
+            if is_async:
+                assert loop is not None
                 value = loop.run_until_complete(fn(**kwargs))
             else:
                 value = fn(**kwargs)
-            reply = {"result": to_payload(value)}
+            reply = {"result": to_payload(value), "took": time.perf_counter() - called}
         except (Exception, SystemExit) as exc:  # any failure costs one trial
             reply = {"error": describe(exc), "traceback": own_traceback(exc)}
         if adopting:

@@ -22,6 +22,8 @@ class Outcome:
     traceback: str | None = None  # a Python eval's own frames, when it raised
     output: str | None = None  # the tail of what the trial printed, when it errored
     import_s: float | None = None  # the worker imported the eval's module for this trial
+    call_s: float | None = None  # a Python eval's call alone, timed in its worker
+    boot_s: float | None = None  # the worker booted for this trial
     cases: list[Case] | None = None  # a JUnit suite's test cases, one run of them
 
 

@@ -100,11 +100,16 @@ class PythonWorker:
         deadline = time.monotonic() + timeout  # a worker's boot counts against its first trial
         register(proc.pid)
         try:
+            booted = None
             if booting:
+                began = time.monotonic()
                 failed = self._boot(proc, deadline, timeout)
                 if failed is not None:
                     return failed
-            return self._exchange(proc, target, seed, trial, timeout, deadline, import_timeout)
+                booted = time.monotonic() - began
+            outcome = self._exchange(proc, target, seed, trial, timeout, deadline, import_timeout)
+            outcome.boot_s = booted
+            return outcome
         finally:
             register(None)
 
@@ -189,7 +194,12 @@ class PythonWorker:
                 output=self.printed(),
                 import_s=imported,
             )
-        return Outcome(payload=reply["result"], import_s=imported)
+        took = reply.get("took")
+        return Outcome(
+            payload=reply["result"],
+            import_s=imported,
+            call_s=float(took) if isinstance(took, (int, float)) else None,
+        )
 
     def printed(self) -> str | None:
         """The tail of what the current trial printed (the worker's log holds it alone)."""

@@ -97,7 +97,7 @@ class SuiteCase(BaseModel):
     message: str = ""
 
 
-_EVIDENCE = ("traceback", "output", "import_s")
+_EVIDENCE = ("traceback", "output", "import_s", "boot_s")
 
 
 class TrialRecord(BaseModel):
@@ -123,6 +123,7 @@ class TrialRecord(BaseModel):
     traceback: str | None = None
     output: str | None = None
     import_s: float | None = None  # importing the eval's module, apart from duration_s
+    boot_s: float | None = None  # booting the worker this trial ran in, apart from it too
     # A suite's trial: its cases, until the probe stage makes each an eval of its own
     # (firewall.pipeline.suites); never written, since no suite's trial reaches a file.
     cases: list[SuiteCase] | None = Field(default=None, exclude=True)

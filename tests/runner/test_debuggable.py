@@ -122,3 +122,14 @@ def test_run_verbose_and_replay_show_the_traceback_and_what_the_eval_printed(
     assert plain.exit_code == 0
     assert "# what the trial printed:\nchecking" in plain.output
     assert "# took " in plain.output
+
+
+def test_a_python_trials_duration_is_its_call_alone_and_the_boot_is_kept_apart(
+    project: Path,
+) -> None:
+    target = write_module(project, "quick", "def score(seed):\n    return 0.9\n") + ":score"
+    first, second = run(project, python_spec(target), trials=2)
+    assert first.boot_s is not None and second.boot_s is None  # one worker, booted once
+    assert first.import_s is not None and second.import_s is None
+    # An interpreter's start takes milliseconds, a call that returns a constant microseconds.
+    assert first.duration_s < first.boot_s
