@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.policy import Status
+from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE
 from firewall.store.history import HistoryRow
 from firewall.text import printable
 
@@ -46,17 +47,8 @@ BASELINE_WINDOW = dt.timedelta(days=30)  # how far back the default branch's pro
 _BASELINE_MODES = ("run", "gate", "nightly")
 _FAILING = (Status.FAIL, Status.ERROR)
 _IN_QUARANTINE = (Status.QUARANTINE, Status.QUARANTINED)
-_ICONS = {"pass": "✅", "fail": "❌", "error": "💥"}
-_STATUS_ICONS = {
-    Status.PASS: "✅",
-    Status.FAIL: "❌",
-    Status.ERROR: "💥",
-    Status.QUARANTINE: "🚧",
-    Status.QUARANTINED: "🔒",
-}
 _MENTION = re.compile(r"@(?=\S)")
 _ZWJ = "\u200d"
-_URL_SAFE = ":/?#@!$&'*+,;=%-._~"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,7 +167,7 @@ def code(text: str, limit: int = REASON_CHARS) -> str:
 def _head(artefact: Artefact, changes: Changes, branch: str, known: bool) -> str:
     result = artefact.summary.result
     title = result.upper() + ("" if artefact.run.complete else " (interrupted)")
-    lines = [MARKER, f"## {_ICONS[result]} Flakiness Firewall: {title}", "", _counts(artefact), ""]
+    lines = [MARKER, f"## {ICONS[result]} Flakiness Firewall: {title}", "", _counts(artefact), ""]
     if not known:
         lines.append(
             "The default branch is not known here, so every eval counts as new: nothing is "
@@ -209,7 +201,7 @@ def _counts(artefact: Artefact) -> str:
 def _failing(change: Change, branch: str) -> str:
     report = change.report
     label = report.status.label + ("" if report.blocking else ", non-blocking")
-    icon = _STATUS_ICONS[report.status] if report.blocking else "⚠️"
+    icon = STATUS_ICONS[report.status] if report.blocking else "⚠️"
     return f"{icon} {code(report.id)} {label} ({_was(change, branch)}): {code(report.reason)}"
 
 
@@ -217,7 +209,7 @@ def _quarantined(change: Change, branch: str) -> str:
     report = change.report
     owner = f", owner {code(report.owner)}" if report.owner else ""
     return (
-        f"{_STATUS_ICONS[report.status]} {code(report.id)} ({_was(change, branch)}{owner}): "
+        f"{STATUS_ICONS[report.status]} {code(report.id)} ({_was(change, branch)}{owner}): "
         f"{code(report.reason)}"
     )
 
@@ -251,7 +243,7 @@ def _assemble(
 def _foot(artefact: Artefact, summary_url: str | None) -> str:
     summary = "The job summary"
     if summary_url and summary_url.startswith(("https://", "http://")):
-        summary = f"[{summary}]({urllib.parse.quote(summary_url, safe=_URL_SAFE)})"
+        summary = f"[{summary}]({urllib.parse.quote(summary_url, safe=URL_SAFE)})"
     said = [f"{summary} has every eval"]
     if artefact.run.git_sha:
         said.append(f"commit {code(artefact.run.git_sha[:12])}")

@@ -32,10 +32,10 @@ OVERDUE_SHOWN = 50
 
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
 _MARKDOWN = re.compile(r"([\\`*_\[\]!|~#])")
-_URL_SAFE = ":/?#@!$&'*+,;=%-._~"  # everything else (spaces, parentheses, <>) is quoted
+URL_SAFE = ":/?#@!$&'*+,;=%-._~"  # everything else (spaces, parentheses, <>) is quoted
 
-_ICONS = {"pass": "✅", "fail": "❌", "error": "💥"}
-_STATUS_ICONS = {
+ICONS = {"pass": "✅", "fail": "❌", "error": "💥"}
+STATUS_ICONS = {
     Status.PASS: "✅",
     Status.FAIL: "❌",
     Status.ERROR: "💥",
@@ -88,7 +88,7 @@ def issue_link(url: str) -> str:
         return cell(url)
     last = url.rstrip("/").rsplit("/", 1)[-1]
     label = f"#{last}" if last.isdigit() else "issue"
-    return f"[{label}]({urllib.parse.quote(url, safe=_URL_SAFE)})"
+    return f"[{label}]({urllib.parse.quote(url, safe=URL_SAFE)})"
 
 
 def render_summary(
@@ -150,7 +150,7 @@ def _rows_that_fit(
 def _context(artefact: Artefact, overdue: Sequence[str], report: str | None) -> dict[str, Any]:
     result = artefact.summary.result
     return {
-        "icon": _ICONS[result],
+        "icon": ICONS[result],
         "result": result.upper() + ("" if artefact.run.complete else " (interrupted)"),
         "counts": _counts(artefact),
         "run_line": _run_line(artefact),
@@ -202,7 +202,7 @@ def _row(report: EvalReport, trends: Mapping[str, str], issue_links: Mapping[str
     stats = report.stats
     errored = report.status is Status.ERROR
     label = report.status.label
-    icon = _STATUS_ICONS[report.status]
+    icon = STATUS_ICONS[report.status]
     if report.status in (Status.FAIL, Status.ERROR) and not report.blocking:
         icon, label = "⚠️", label + " (non-blocking)"
     url = issue_links.get(report.id)
