@@ -38,6 +38,23 @@ MAX_K = 10_000
 MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: past what the OS's timers take is no timeout at all
 MAX_FENCE = 100.0  # a fence further out than 100 IQRs is the rule turned off: say 0
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.9999  # what a Wilson bound is computed at
+RATE_PATTERN = r"^\d+(\.\d+)?/(s|sec|second|min|minute|h|hour)$"
+_PER = {
+    "s": 1.0,
+    "sec": 1.0,
+    "second": 1.0,
+    "min": 60.0,
+    "minute": 60.0,
+    "h": 3600.0,
+    "hour": 3600.0,
+}
+
+
+def per_second(rate: str) -> float:
+    """``"120/min"`` as trials per second (2.0); the pattern has been checked."""
+    count, _, unit = rate.partition("/")
+    return float(count) / _PER[unit]
+
 
 # An eval's owner is assigned its issues: a GitHub login, which GitHub makes of letters,
 # digits and single hyphens (none first or last), or a team, which is named but not assigned.
@@ -89,6 +106,7 @@ class Gate(_Strict):
     outlier_fence: float | None = Field(default=None, ge=0, le=MAX_FENCE)
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
     import_timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
+    rate: str | None = Field(default=None, pattern=RATE_PATTERN)  # e.g. "120/min"
     max_errors: int | None = Field(default=None, ge=0)
     min_scored: int | None = Field(default=None, ge=1)
     adaptive: bool | None = None
@@ -203,6 +221,13 @@ class State(_Strict):
         return value
 
 
+class Limit(_Strict):
+    """A provider's rate limit over every eval with ``tag``: one budget they share."""
+
+    tag: str = Field(min_length=1)
+    rate: str = Field(pattern=RATE_PATTERN)
+
+
 class Settings(_Strict):
     """The whole validated configuration."""
 
@@ -226,6 +251,7 @@ class Settings(_Strict):
     github: GitHub = GitHub()
     state: State = State()
     evals: list[EvalEntry] = []
+    limits: list[Limit] = []  # [[limits]]: trials started per second, shared by a tag
 
     @field_validator("seed")
     @classmethod
@@ -446,6 +472,7 @@ def explain(exc: ValidationError, *, source: str, prefix: str, document: Any = N
 
 
 _PATTERN_HINTS = {
+    "rate": 'expected trials per second, minute or hour, e.g. "120/min" or "2/s"',
     "id": "ids may use only letters, digits and . _ / -",
     "python": 'expected "module:function", e.g. "evals.safety:refusal_rate"',
     "inspect": 'expected "path/to/file.py@task", e.g. "tasks/triage.py@triage"',

@@ -17,6 +17,7 @@ from firewall.config import (
     effective_max_k,
     max_k_conflict,
     parse_owner,
+    per_second,
 )
 from firewall.errors import ConfigError
 from firewall.stats import wilson_interval
@@ -54,6 +55,10 @@ class EvalSpec(BaseModel):
     outlier_fence: float
     timeout: float
     import_timeout: float = 120.0  # importing a Python eval's module, apart from `timeout`
+    # A provider's rate limit: trials started per second, over every eval of one bucket
+    # (the eval's own `rate`, or a [[limits]] tag it carries). None: no limit.
+    rate: float | None = None
+    rate_bucket: str | None = None
     max_errors: int
     min_scored: int = Field(default=3, ge=1)
     adaptive: bool = True
@@ -115,6 +120,7 @@ class EvalSpec(BaseModel):
             budgets=entry.budgets,
             blocking=entry.blocking,
             tags=tuple(entry.tags),
+            **_rate(entry, settings),
             owner=parse_owner(entry.owner) if entry.owner else None,
             inspect_model=entry.model,
             task_args=entry.task_args,
@@ -238,3 +244,13 @@ def smallest_k(min_pass_rate: float, confidence: float) -> int | None:
         else:
             low = middle + 1
     return low
+
+
+def _rate(entry: EvalEntry, settings: Settings) -> dict[str, Any]:
+    """The eval's own rate (its bucket its own), else the first [[limits]] of its tags."""
+    if entry.rate is not None:
+        return {"rate": per_second(entry.rate), "rate_bucket": f"eval:{entry.id}"}
+    for limit in settings.limits:
+        if limit.tag in entry.tags:
+            return {"rate": per_second(limit.rate), "rate_bucket": f"tag:{limit.tag}"}
+    return {}

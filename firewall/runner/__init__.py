@@ -30,6 +30,7 @@ from firewall.runner.outcome import Outcome
 from firewall.runner.python import PythonWorker
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
+from firewall.runner.throttle import Throttle
 from firewall.runner.trial import SuiteCase, TrialRecord, error_record, record_from_payload
 from firewall.spec import EvalSpec
 
@@ -87,6 +88,7 @@ class Runner:
         self._in_flight = 0  # trials running now
         self._unrecorded = 0  # trials handed out whose records the schedule has not had
         self._active: dict[int, int] = {}  # slot -> pid of the process running its trial
+        self._throttle = Throttle()  # the run's rate limits, shared by every slot
 
     def run(self, tasks: Sequence[Task]) -> list[TrialRecord]:
         """Run every task; the records come back in task order."""
@@ -194,6 +196,10 @@ class Runner:
                 result_path = (
                     scratch if task.spec.kind == "python" else scratch / f"{position}.json"
                 )
+                # A provider's rate limit: the trial waits for its token, not its timeout.
+                self._throttle.wait(task.spec.rate_bucket, task.spec.rate, self._halted.wait)
+                if self._halted.is_set():
+                    return
                 started = time.perf_counter()
                 try:
                     outcome = execute(
