@@ -458,3 +458,20 @@ def test_the_shipped_example_reaches_what_its_docstring_says(pytester: pytest.Py
         "test_vat_is_rounded_half_up.5": "fail",
         "test_vat_is_rounded_half_up.15": "pass",
     }
+
+
+def test_a_quarantine_reason_can_never_be_read_as_a_workflow_command(
+    pytester: pytest.Pytester,
+) -> None:
+    import actions_parser
+
+    pytester.makepyfile(test_suite="def test_flaky():\n    assert False\n")
+    write_registry(
+        pytester.path / "quarantine.json",
+        **{"test_suite.py/test_flaky": ("judge said ##[error]forged and ::warning::x", 7)},
+    )
+    result = pytester.runpytest_subprocess("--firewall", "-rx")
+    result.assert_outcomes(xfailed=1)
+    output = result.stdout.str()
+    assert "forged" in output and "issue #7" in output
+    assert actions_parser.commands(output) == []

@@ -18,14 +18,17 @@ import pytest
 
 from firewall.errors import FirewallError
 from firewall.lifecycle import Entry
+from firewall.output import inert
 from firewall.pytest_plugin.items import HIDDEN_FAILURE, eval_id_of, nodeid_of
 from firewall.store.registry import Registry
+from firewall.text import one_line
 
 
 def note(entry: Entry) -> str:
     """The reason a quarantined failure is reported with."""
     issue = f" (issue #{entry.issue})" if entry.issue is not None else ""
-    return f"quarantined: {entry.reason}{issue}"
+    # The reason quotes eval text, and pytest prints it where a CI runner reads commands.
+    return inert(one_line(f"quarantined: {entry.reason}{issue}"))
 
 
 @dataclasses.dataclass
@@ -93,4 +96,4 @@ class Quarantine:
         if lines:  # a quarantined test that was skipped did nothing to note
             terminalreporter.section(f"firewall: quarantined tests ({self.registry.name})")
             for line in lines:
-                terminalreporter.line(line)
+                terminalreporter.line(inert(line))
