@@ -348,7 +348,7 @@ def find_config(explicit: Path | None, cwd: Path) -> tuple[Path, str] | None:
         if (directory / "firewall.toml").is_file():
             return directory / "firewall.toml", ""
         pyproject = directory / "pyproject.toml"
-        if pyproject.is_file() and _has_firewall_table(pyproject):
+        if pyproject.is_file() and has_firewall_table(pyproject):
             return pyproject, "tool.firewall."
     if (cwd / "pyproject.toml").is_file():
         return cwd / "pyproject.toml", "tool.firewall."  # read, to say what it lacks
@@ -369,7 +369,9 @@ def _up_to_root(cwd: Path) -> list[Path]:
     return [d for d in (here, *here.parents) if d == root or root in d.parents]
 
 
-def _has_firewall_table(pyproject: Path) -> bool:
+def has_firewall_table(pyproject: Path) -> bool:
+    """Whether a pyproject.toml holds a [tool.firewall] table (an unreadable one: yes, so
+    that reading it names what is wrong with it)."""
     try:
         document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):

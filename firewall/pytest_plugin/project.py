@@ -10,18 +10,12 @@ the repository's root), and the registry's path is relative to its directory.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 import pytest
 
-from firewall.config import Settings, find_config, load_config
+from firewall.config import Settings, find_config, has_firewall_table, load_config
 from firewall.errors import FirewallError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,19 +36,10 @@ def load_project(config: pytest.Config) -> Project:
     cwd = config.invocation_params.dir
     try:
         found = find_config(explicit, cwd)
-        if found is None or (explicit is None and found[1] and not _has_table(found[0])):
+        if found is None or (explicit is None and found[1] and not has_firewall_table(found[0])):
             return Project(Settings(), config.rootpath)  # a pyproject.toml of pytest's own
         loaded = load_config(explicit, cwd)
     except FirewallError as exc:
         raise pytest.UsageError(f"firewall: {exc}") from None
     assert loaded.path is not None
     return Project(loaded.settings, loaded.path.parent.resolve())
-
-
-def _has_table(pyproject: Path) -> bool:
-    try:
-        document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return True  # read it, so that the error names what is wrong with it
-    tool = document.get("tool")
-    return isinstance(tool, dict) and "firewall" in tool

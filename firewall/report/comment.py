@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.policy import Status
-from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE
+from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE, counts
 from firewall.store.history import HistoryRow
 from firewall.text import printable
 
@@ -167,7 +167,7 @@ def code(text: str, limit: int = REASON_CHARS) -> str:
 def _head(artefact: Artefact, changes: Changes, branch: str, known: bool) -> str:
     result = artefact.summary.result
     title = result.upper() + ("" if artefact.run.complete else " (interrupted)")
-    lines = [MARKER, f"## {ICONS[result]} Flakiness Firewall: {title}", "", _counts(artefact), ""]
+    lines = [MARKER, f"## {ICONS[result]} Flakiness Firewall: {title}", "", counts(artefact), ""]
     if not known:
         lines.append(
             "The default branch is not known here, so every eval counts as new: nothing is "
@@ -184,18 +184,6 @@ def _head(artefact: Artefact, changes: Changes, branch: str, known: bool) -> str
     else:
         lines.append(f"Nothing changed against the latest probe of each eval on {branch}.")
     return "\n".join(lines)
-
-
-def _counts(artefact: Artefact) -> str:
-    s = artefact.summary
-    parts = [
-        f"**{s.pass_}** passed",
-        f"**{s.fail}** failed",
-        f"**{s.error}** errored",
-        f"**{s.quarantine}** newly quarantined",
-        f"**{s.quarantined}** in quarantine",
-    ]
-    return " · ".join(parts)
 
 
 def _failing(change: Change, branch: str) -> str:

@@ -152,7 +152,7 @@ def _context(artefact: Artefact, overdue: Sequence[str], report: str | None) -> 
     return {
         "icon": ICONS[result],
         "result": result.upper() + ("" if artefact.run.complete else " (interrupted)"),
-        "counts": _counts(artefact),
+        "counts": counts(artefact),
         "run_line": _run_line(artefact),
         "complete": artefact.run.complete,
         "total": len(artefact.evals),
@@ -163,7 +163,8 @@ def _context(artefact: Artefact, overdue: Sequence[str], report: str | None) -> 
     }
 
 
-def _counts(artefact: Artefact) -> str:
+def counts(artefact: Artefact) -> str:
+    """The run's counts in bold, as the job summary and the pull-request comment open."""
     s = artefact.summary
     nonblocking = sum(
         1 for r in artefact.evals if not r.blocking and r.status in (Status.FAIL, Status.ERROR)
