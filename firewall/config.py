@@ -137,6 +137,9 @@ class EvalEntry(Gate):
     confidence: float = Field(default=0.95, ge=MIN_CONFIDENCE, le=MAX_CONFIDENCE)
     budgets: Budgets = Budgets()
     blocking: bool = True
+    # An async Python eval whose trials must not share a process (module-level state):
+    # each runs alone, as a synchronous eval's trials do.
+    isolate: bool = False
     tags: list[str] = []
     owner: str | None = None
     regression: Regression | None = None

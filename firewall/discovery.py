@@ -43,6 +43,12 @@ def discover(config: LoadedConfig, cwd: Path) -> list[EvalSpec]:
             raise ConfigError(
                 f"{spec.source}: eval {spec.id!r}: {spec.kind} = {spec.target!r}: {problem}"
             )
+    specs = [
+        spec.model_copy(update={"asynchronous": True})
+        if spec.kind == "python" and is_coroutine(spec.target, cwd)
+        else spec
+        for spec in specs
+    ]
     if settings.paths:
         specs.extend(_decorated(settings.paths, config, cwd))
     seen: dict[str, EvalSpec] = {}
@@ -83,7 +89,10 @@ def _decorated(paths: Sequence[str], config: LoadedConfig, cwd: Path) -> list[Ev
         entry = parse_eval_options(
             {**item["options"], "python": item["target"]}, source=str(source)
         )
-        specs.append(EvalSpec.resolve(entry, config.settings, source))
+        spec = EvalSpec.resolve(entry, config.settings, source)
+        if item.get("asynchronous"):
+            spec = spec.model_copy(update={"asynchronous": True})
+        specs.append(spec)
     return specs
 
 
@@ -179,12 +188,25 @@ def unresolved(target: str, cwd: Path) -> str | None:
     read = _module_names(location)
     if isinstance(read, str):
         return f"{_relative(location, cwd)} cannot be read as Python ({read})"
-    names, open_ended = read
+    names, open_ended, _ = read
     if name in names or open_ended:
         return None
     close = get_close_matches(name, sorted(n for n in names if not n.startswith("_")), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{_relative(location, cwd)} defines no {name!r}{hint}"
+
+
+def is_coroutine(target: str, cwd: Path) -> bool:
+    """Whether a ``module:function`` target is a top-level ``async def``, as its source
+    reads (nothing is imported). A wrong guess costs little either way: a pool worker
+    hands back a function that is not a coroutine function, and an ``async def`` that
+    is not seen as one runs in a worker of its own, one trial at a time."""
+    module, _, attribute = target.partition(":")
+    location = _module_source(module, (str(cwd), *sys.path))
+    if not isinstance(location, Path) or "." in attribute:
+        return False
+    read = _module_names(location)
+    return not isinstance(read, str) and attribute in read[2]
 
 
 def _target_problem(spec: EvalSpec, cwd: Path) -> str | None:
@@ -259,15 +281,17 @@ def _decorator_name(node: ast.expr) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _module_names(location: Path) -> tuple[frozenset[str], bool] | str:
-    """The top-level names of a module's source, parsed once however many evals it holds
-    (a thousand evals in one module were a thousand parses); why it cannot be read, else."""
+def _module_names(location: Path) -> tuple[frozenset[str], bool, frozenset[str]] | str:
+    """The top-level names of a module's source, whether it may bind others, and which of
+    them are ``async def`` functions; parsed once however many evals it holds (a thousand
+    evals in one module were a thousand parses). Why it cannot be read, else."""
     try:
         tree = ast.parse(location.read_text(encoding="utf-8"), filename=str(location))
     except (OSError, SyntaxError, ValueError) as exc:
         return str(exc)
     names, open_ended = _top_level_names(tree)
-    return frozenset(names), open_ended
+    coroutines = {node.name for node in tree.body if isinstance(node, ast.AsyncFunctionDef)}
+    return frozenset(names), open_ended, frozenset(coroutines - _rebound(tree))
 
 
 @functools.lru_cache(maxsize=256)
@@ -292,6 +316,23 @@ def _module_source(module: str, roots: tuple[str, ...]) -> Path | str | None:
             origin = spec.origin
             return Path(origin) if origin and origin.endswith(".py") else None
     return None
+
+
+def _rebound(tree: ast.Module) -> set[str]:
+    """Names a module binds more than once at its top level (a later binding may not be
+    the ``async def``)."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for node in tree.body:
+        bound: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        for name in bound:
+            (twice if name in seen else seen).add(name)
+    return twice
 
 
 def _top_level_names(tree: ast.Module) -> tuple[set[str], bool]:

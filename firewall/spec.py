@@ -69,6 +69,10 @@ class EvalSpec(BaseModel):
     confidence: float = 0.95
     budgets: Budgets = Budgets()
     blocking: bool = True
+    # A Python eval that is an `async def` (as its source or its import says): its trials
+    # share a few pool workers' event loops, unless `isolate` keeps each alone.
+    asynchronous: bool = False
+    isolate: bool = False
     tags: tuple[str, ...] = ()
     owner: str | None = None
     inspect_model: str | None = None  # an Inspect task's model; None: Inspect's own choice
@@ -119,6 +123,7 @@ class EvalSpec(BaseModel):
             confidence=entry.confidence,
             budgets=entry.budgets,
             blocking=entry.blocking,
+            isolate=entry.isolate,
             tags=tuple(entry.tags),
             **_rate(entry, settings),
             owner=parse_owner(entry.owner) if entry.owner else None,

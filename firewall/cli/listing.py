@@ -10,7 +10,7 @@ import click
 from firewall import output
 from firewall.cli.common import config_option, format_option, selection_options
 from firewall.pipeline import context
-from firewall.spec import power_notes, warnings_for
+from firewall.spec import EvalSpec, power_notes, warnings_for
 from firewall.text import columns, number
 
 
@@ -42,7 +42,7 @@ def list_evals(
     rows = [
         (
             spec.id,
-            spec.kind if spec.result == "json" else spec.result,
+            _kind(spec),
             str(spec.k),
             number(spec.threshold),
             number(spec.flakiness),
@@ -63,3 +63,12 @@ def list_evals(
     for spec in project.specs:
         for note in power_notes(spec):
             output.echo(f"  {spec.id}: {note}")
+
+
+def _kind(spec: EvalSpec) -> str:
+    """python, python async (its trials share pool workers), python async isolated, ..."""
+    if spec.result != "json":
+        return spec.result
+    if spec.asynchronous:
+        return "python async isolated" if spec.isolate else "python async"
+    return spec.kind

@@ -1,10 +1,19 @@
 """Trials: run every (eval, seed) task with bounded concurrency, timeouts and no retries.
 
 Each of ``concurrency`` slots is a thread that takes the next task, runs it
-(a shell process for a command eval, a request to the slot's own long-lived
-worker process for a Python eval or an Inspect task) and hands back a
-``TrialRecord``. Threads suffice: the trials run in other processes, so the
-slots only wait.
+and hands back a ``TrialRecord``: a shell process for a command eval; for an
+``async def`` Python eval, a request to the run's pool (``pool.py``), a few
+worker processes that each hold many trials on one event loop; for any other
+Python eval or an Inspect task, a request to the slot's own long-lived worker
+process, one trial at a time. Threads suffice: the trials run in other
+processes, so the slots only wait.
+
+Synchronous evals keep a process per slot, not threads in a shared one, because
+only a process can be killed: a hung call in a thread would hold its slot and
+its worker for the rest of the run, and a sync eval may rely on having its
+module to itself (``random.seed``, a client that is not thread-safe). An
+interpreter per slot costs a boot and some memory; an eval that waits on a model
+saves both by being ``async def``.
 
 A run's processes end with it, and its scratch directory goes, on every exit
 path, the firewall's own SIGKILL included: ``reaper.py`` says how, and what
@@ -27,6 +36,7 @@ from typing import Protocol
 from firewall.adapters import inspect_eval
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
+from firewall.runner.pool import AsyncPool
 from firewall.runner.python import PythonWorker
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
@@ -89,6 +99,7 @@ class Runner:
         self._unrecorded = 0  # trials handed out whose records the schedule has not had
         self._active: dict[int, int] = {}  # slot -> pid of the process running its trial
         self._throttle = Throttle()  # the run's rate limits, shared by every slot
+        self._pool: AsyncPool | None = None  # the async trials' workers, while a run lasts
 
     def run(self, tasks: Sequence[Task]) -> list[TrialRecord]:
         """Run every task; the records come back in task order."""
@@ -105,10 +116,11 @@ class Runner:
         handed: list[Task] = []
         done: queue.SimpleQueue[tuple[int, TrialRecord | None]] = queue.SimpleQueue()
         with Reaper() as reaper:
+            pool = self._pool = AsyncPool(self._cwd, reaper.environment, self._concurrency)
             slots = [
                 threading.Thread(
                     target=self._slot,
-                    args=(n, source, handed, done, reaper),
+                    args=(n, source, handed, done, reaper, pool),
                     name=f"firewall-slot-{n}",
                     daemon=True,
                 )
@@ -137,6 +149,8 @@ class Runner:
                         finished[position] = record
                         source.record(handed[position], record)
                 raise Interrupted([finished.get(i) for i in range(len(handed))]) from None
+            finally:
+                pool.close()
             for slot in slots:
                 slot.join()
         return finished
@@ -170,6 +184,8 @@ class Runner:
             self._stop.set()
             self._lock.notify_all()
             pids = list(self._active.values())
+        if self._pool is not None:
+            self._pool.stop()
         for pid in pids:
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -185,6 +201,7 @@ class Runner:
         handed: list[Task],
         done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
         reaper: Reaper,
+        pool: AsyncPool,
     ) -> None:
         worker = PythonWorker(self._cwd, reaper.environment)
         scratch = reaper.scratch
@@ -209,6 +226,7 @@ class Runner:
                         result_path=result_path,
                         scratch=scratch,
                         register=register,
+                        pool=pool,
                     )
                 except Exception as exc:  # a runner bug costs one trial, not the run
                     outcome = Outcome(error=f"internal error running the trial: {exc!r}")
@@ -238,15 +256,29 @@ def execute(
     scratch: Path,
     register: Callable[[int | None], None] = lambda pid: None,
     keep_output: bool = False,
+    pool: AsyncPool | None = None,
 ) -> Outcome:
     """Run one trial of one eval and return what it reported.
 
     ``scratch`` is the run's scratch directory (``Reaper.scratch``); a worker's
     environment carries its mark already. ``keep_output`` keeps what the trial
     printed even when it succeeded (`firewall replay`); otherwise only an errored
-    trial's is kept.
+    trial's is kept. With a ``pool``, an async Python eval's trial runs there,
+    unless the eval is isolated or the pool hands it back to run alone.
     """
     spec = task.spec
+    pooled = pool is not None and spec.kind == "python" and spec.asynchronous
+    if pool is not None and pooled and not spec.isolate:
+        outcome = pool.call(
+            spec.target,
+            task.seed,
+            task.index,
+            spec.timeout,
+            register,
+            import_timeout=spec.import_timeout,
+        )
+        if outcome is not None:
+            return outcome
     if spec.kind in ("python", "inspect"):
         outcome = worker.call(
             spec.target if spec.kind == "python" else _inspect_target(spec),
@@ -258,6 +290,8 @@ def execute(
         )
         if keep_output and outcome.output is None:
             outcome.output = worker.printed()
+        if pool is not None and pooled and outcome.worker_lost:
+            pool.isolate(spec.target)  # it kills the worker it runs in: it runs alone now
         return outcome
     return run_command(
         spec.target,

@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> None:
             end_processes(set())  # what importing the modules started ends with discovery
         print(json.dumps(found))
         return
+    if argv[:1] == ["--pool"]:
+        serve_pool()
+        return
     serve(own_log=argv[:1] == ["--own-log"])
 
 
@@ -85,23 +88,18 @@ def serve(*, own_log: bool = False) -> None:
     is emptied as each request arrives, so that when a trial kills the worker
     the log holds that trial's stderr only.
     """
-    replies = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     log = os.dup(2) if own_log else None  # private: an eval that moves fd 2 cannot redirect it
-    os.dup2(2, 1)
+    requests_fd, replies_fd = _private_streams()
+    replies = os.fdopen(replies_fd, "w", buffering=1, encoding="utf-8")
+    requests = os.fdopen(requests_fd, "r", encoding="utf-8")
     sys.stdout = sys.stderr
-    # Eval code sees an empty stdin, as a command eval does: it can neither hang on the
-    # protocol stream nor eat a request from it.
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - lives with the worker
     cache: dict[str, Eval] = {}
     loop: asyncio.AbstractEventLoop | None = None
     adopting = adopt_orphans()
     modules: set[int] = set()  # children started by importing an eval module
     replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
     for line in requests:
+        called = 0.0
         if log is not None:
             try:
                 os.ftruncate(log, 0)
@@ -134,6 +132,8 @@ def serve(*, own_log: bool = False) -> None:
             reply = {"result": to_payload(value), "took": time.perf_counter() - called}
         except (Exception, SystemExit) as exc:  # any failure costs one trial
             reply = {"error": describe(exc), "traceback": own_traceback(exc)}
+            if called:
+                reply["took"] = time.perf_counter() - called
         if adopting:
             end_processes(modules)
         try:
@@ -141,6 +141,316 @@ def serve(*, own_log: bool = False) -> None:
         except (TypeError, ValueError) as exc:
             text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
         replies.write(text + "\n")
+
+
+def _private_streams() -> tuple[int, int]:
+    """Move the protocol streams out of the eval's reach: (requests, replies) descriptors.
+
+    Descriptor 1 becomes stderr, so that whatever an eval prints lands in the worker's
+    log and can never be taken for a reply, and descriptor 0 reads an empty file, as a
+    command eval's stdin does: eval code can neither hang on the protocol stream nor eat
+    a request from it.
+    """
+    replies, requests = os.dup(1), os.dup(0)
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - lives with the worker
+    return requests, replies
+
+
+# ------------------------------------------------------------------ the pool: async trials
+#
+# `--pool` serves many trials at once: each request becomes a task on one event loop, so
+# a worker holds as many model calls in flight as the runner sends it. The protocol is the
+# serial one with an "id" on every request and reply, and two more kinds of line:
+# {"beat": true} once a second, from a thread, so that the runner can tell a worker whose
+# interpreter is held (by blocking C code) from one whose trials are merely slow; and
+# {"id": N, "sync": true} for a target that turned out not to be a coroutine function,
+# which the runner then runs in a worker of its own.
+#
+# A trial that blocks the loop (time.sleep or a synchronous client in an `async def`)
+# stalls every trial beside it. The heartbeat, a callback every BEAT_S, sees the stall
+# when it runs late: the time is added to the deadlines and taken off the durations of
+# the trials that were made to wait, so that they neither time out nor read slow for it.
+# While the loop is stalled, a watchdog thread signals the main thread; the handler runs
+# inside the blocking code, in the blocking trial's context, so it knows whom to blame,
+# and once that trial is past its own deadline it raises there: the blocking trial fails
+# with a message that says what happened, and the loop, and every other trial, go on.
+
+BEAT_S = 0.05  # the heartbeat's period
+STALL_S = 0.2  # a heartbeat this late means a step held the loop
+WATCH_S = 0.1  # how often the watchdog looks at the heartbeat
+TELL_S = 1.0  # the runner hears from the worker at least this often
+_BLAME = signal.SIGUSR2
+
+
+class Blocked(BaseException):  # an interruption, like KeyboardInterrupt
+    """Raised inside a trial that has held the event loop past its own deadline."""
+
+
+class _Trial:
+    __slots__ = (
+        "began",
+        "blocked",
+        "captured",
+        "deadline",
+        "held",
+        "id",
+        "import_timeout",
+        "importing",
+        "request",
+        "started",
+        "task",
+        "timeout",
+    )
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.request = request
+        self.id = request["id"]
+        self.timeout = float(request["timeout"])
+        self.import_timeout = float(request.get("import_timeout", 120.0))
+        self.deadline = float("inf")  # set when it starts: a trial waiting to start cannot be late
+        self.importing: str | None = None  # the module being imported for this trial
+        self.began = 0.0  # monotonic, when its task first ran; 0 until then
+        self.started = 0.0  # perf_counter, when the eval was called
+        self.held = 0.0  # seconds other trials held the loop while this one waited
+        self.blocked = 0.0  # the longest this trial held the loop
+        self.captured = _Captured()
+        self.task: asyncio.Task[None] | None = None
+
+
+class _Captured:
+    """The tail of what one trial printed through sys.stdout or sys.stderr."""
+
+    __slots__ = ("parts", "size")
+    LIMIT = 8000
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+        if self.size > 2 * self.LIMIT:
+            joined = "".join(self.parts)[-self.LIMIT :]
+            self.parts, self.size = [joined], len(joined)
+
+    def text(self) -> str | None:
+        joined = "".join(self.parts).rstrip()
+        if not joined:
+            return None
+        return joined if len(joined) <= 2000 else "…" + joined[-2000:]
+
+
+class _Tee:
+    """sys.stdout and sys.stderr of a pool worker: each write goes to the worker's log,
+    and to the captured output of the trial whose code wrote it (its context says which)."""
+
+    def __init__(self, stream: Any, current: Any) -> None:
+        self._stream = stream
+        self._current = current
+
+    def write(self, text: str) -> int:
+        trial = self._current.get(None)
+        if trial is not None:
+            trial.captured.add(text)
+        return int(self._stream.write(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def serve_pool() -> None:
+    """Answer requests until stdin closes, each trial a task on this process's loop."""
+    import asyncio
+    import contextvars
+    import threading
+
+    requests, replies = _private_streams()
+    current: contextvars.ContextVar[_Trial | None] = contextvars.ContextVar("trial")
+    sys.stdout = sys.stderr = _Tee(sys.stderr, current)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    pool = _Pool(loop, replies, current)
+    signal.signal(_BLAME, pool.on_signal)
+    threading.Thread(target=pool.watch, name="firewall-watchdog", daemon=True).start()
+    loop.add_reader(requests, pool.on_readable, requests)
+    pool.send({"ready": True})
+    loop.call_soon(pool.beat)
+    while not pool.closed:
+        try:
+            loop.run_until_complete(pool.closing)
+        except (SystemExit, KeyboardInterrupt):  # raised in a task the trial did not await
+            continue
+
+
+class _Pool:
+    def __init__(self, loop: asyncio.AbstractEventLoop, replies: int, current: Any) -> None:
+        import threading
+
+        self.loop = loop
+        self.current = current
+        self.replies = replies
+        self.writing = threading.Lock()  # the loop and the watchdog both write replies
+        self.flight: dict[int, _Trial] = {}
+        self.cache: dict[str, Eval] = {}
+        self.buffer = b""
+        self.closed = False
+        self.closing: asyncio.Future[None] = loop.create_future()
+        self.main = threading.main_thread().ident
+        self.beat_at = time.monotonic()  # when the heartbeat last ran
+        self.told_at = 0.0  # when the runner last heard from this worker
+        self.blamed: _Trial | None = None  # the trial seen holding the loop in this stall
+        self.adopting = adopt_orphans()
+        self.modules: set[int] = set()  # children started by importing an eval module
+
+    # -- the loop's side
+
+    def on_readable(self, fd: int) -> None:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            self.loop.remove_reader(fd)
+            self.closed = True
+            if not self.closing.done():
+                self.closing.set_result(None)
+            return
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            trial = _Trial(json.loads(line))
+            self.flight[trial.id] = trial
+            trial.task = self.loop.create_task(self.run(trial))
+
+    async def run(self, trial: _Trial) -> None:
+        import asyncio  # loaded already: the pool runs on it
+
+        self.current.set(trial)  # this task's own context, and its children's
+        trial.began = time.monotonic()
+        request = trial.request
+        try:
+            entry = self.cache.get(request["target"])
+            if entry is None:
+                trial.importing = request["target"].partition(":")[0]
+                trial.deadline = time.monotonic() + trial.import_timeout
+                started = time.perf_counter()
+                entry = _load(request["target"], self.cache)  # holds the loop: others wait
+                self.send({"id": trial.id, "imported": time.perf_counter() - started})
+                trial.importing = None
+                if self.adopting:
+                    self.modules.update(children())
+            fn, takes_trial, is_async = entry
+            if not is_async:
+                self.finish(trial, {"id": trial.id, "sync": True})
+                return
+            kwargs = {"seed": request["seed"]}
+            if takes_trial:
+                kwargs["trial"] = request["trial"]
+            trial.held = 0.0
+            trial.deadline = time.monotonic() + trial.timeout
+            trial.started = time.perf_counter()
+            value = await fn(**kwargs)
+            took = time.perf_counter() - trial.started - trial.held
+            reply = {"id": trial.id, "result": to_payload(value), "took": max(0.0, took)}
+        except Blocked:
+            reply = {"id": trial.id, "error": self.overdue(trial)}
+        except asyncio.CancelledError:
+            if self.flight.get(trial.id) is not trial:
+                return  # timed out: the reply has gone
+            reply = {"id": trial.id, "error": "the trial was cancelled (asyncio.CancelledError)"}
+        except (Exception, SystemExit) as exc:  # any failure costs one trial
+            reply = {"id": trial.id, "error": describe(exc), "traceback": own_traceback(exc)}
+        if trial.started and "took" not in reply:
+            reply["took"] = max(0.0, time.perf_counter() - trial.started - trial.held)
+        self.finish(trial, reply)
+
+    def finish(self, trial: _Trial, reply: dict[str, Any]) -> None:
+        if self.flight.get(trial.id) is not trial:
+            return  # timed out meanwhile: its reply has gone
+        del self.flight[trial.id]
+        if "error" in reply:
+            reply["output"] = trial.captured.text()
+        try:
+            text = json.dumps(reply)
+        except (TypeError, ValueError) as exc:
+            text = json.dumps({"id": trial.id, "error": f"result is not JSON-serialisable: {exc}"})
+        self.send_text(text)
+        if not self.flight and self.adopting:
+            end_processes(self.modules)  # between trials: what they started ends
+
+    def overdue(self, trial: _Trial) -> str:
+        """Why a trial that is past its deadline failed."""
+        if trial.importing is not None:
+            return (
+                f"importing {trial.importing} took longer than import_timeout "
+                f"{trial.import_timeout:g} s"
+            )
+        message = f"timed out after {trial.timeout:g} s"
+        if trial.blocked >= STALL_S:
+            message += (
+                f": it held its worker's event loop for {trial.blocked:.1f} s without "
+                "awaiting (blocking code in an async def, such as time.sleep or a "
+                "synchronous client); the trials beside it were paused, not failed"
+            )
+        return message
+
+    def beat(self) -> None:
+        """Every BEAT_S: charge a stall to the trial that caused it, and time out the late."""
+        now = time.monotonic()
+        late = now - self.beat_at - BEAT_S
+        if late > STALL_S:
+            culprit = self.blamed
+            for trial in self.flight.values():
+                if trial is culprit:
+                    trial.blocked = max(trial.blocked, late)
+                elif trial.began:  # it waited for the culprit: the time is not its own
+                    waited = min(late, now - trial.began)
+                    trial.deadline += waited
+                    trial.held += waited
+        self.blamed = None
+        for trial in [t for t in self.flight.values() if t.deadline <= now]:
+            self.finish(trial, {"id": trial.id, "error": self.overdue(trial)})
+            if trial.task is not None:
+                trial.task.cancel()
+        self.beat_at = now
+        self.loop.call_at(now + BEAT_S, self.beat)
+
+    def send(self, reply: dict[str, Any]) -> None:
+        self.send_text(json.dumps(reply))
+
+    def send_text(self, text: str) -> None:
+        data = (text + "\n").encode()
+        with self.writing:
+            while data:
+                data = data[os.write(self.replies, data) :]
+            self.told_at = time.monotonic()
+
+    # -- the watchdog's side
+
+    def watch(self) -> None:
+        """A thread: signal the main thread while the loop is held; tell the runner we live."""
+        while not self.closed:
+            time.sleep(WATCH_S)
+            now = time.monotonic()
+            if self.flight and now - self.beat_at > BEAT_S + STALL_S:
+                signal.pthread_kill(self.main, _BLAME)  # type: ignore[arg-type]
+            if now - self.told_at >= TELL_S:
+                self.send({"beat": True})
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        """In the main thread, inside whatever code holds the loop."""
+        trial: _Trial | None = self.current.get(None)
+        if trial is None:
+            return  # the loop itself
+        if self.flight.get(trial.id) is not trial:
+            return  # a trial already answered for
+        self.blamed = trial
+        now = time.monotonic()
+        if now >= trial.deadline:
+            trial.blocked = max(trial.blocked, now - self.beat_at)
+            raise Blocked
 
 
 def adopt_orphans() -> bool:
@@ -354,6 +664,7 @@ def discover(paths: list[Path]) -> dict[str, Any]:
                     "target": f"{module_name}:{getattr(obj, '__qualname__', name)}",
                     "file": str(file.relative_to(root)),
                     "line": line,
+                    "asynchronous": inspect.iscoroutinefunction(obj),
                 }
             )
     return {"evals": found, "errors": errors}

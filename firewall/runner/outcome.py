@@ -25,6 +25,7 @@ class Outcome:
     call_s: float | None = None  # a Python eval's call alone, timed in its worker
     boot_s: float | None = None  # the worker booted for this trial
     cases: list[Case] | None = None  # a JUnit suite's test cases, one run of them
+    worker_lost: bool = False  # the trial killed its worker process, or it died under it
 
 
 def output_tail(stdout: bytes, stderr: bytes = b"") -> str:

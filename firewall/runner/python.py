@@ -35,14 +35,15 @@ BOOT_HOLD_S = 0.5
 DEFAULT_IMPORT_TIMEOUT = 120.0
 
 
-def _cpus() -> int:
+def cpus() -> int:
+    """The CPUs this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on Linux
         return max(1, os.cpu_count() or 1)
 
 
-_BOOT_PERMITS = threading.BoundedSemaphore(_cpus())
+_BOOT_PERMITS = threading.BoundedSemaphore(cpus())
 # The worker module is loaded by its path, not imported, so that booting a worker does not
 # import the `firewall` package (and its typing, dataclasses, inspect); `firewall` stays
 # importable by eval code, from where it was found before or from this checkout.
@@ -100,18 +101,22 @@ class PythonWorker:
         deadline = time.monotonic() + timeout  # a worker's boot counts against its first trial
         register(proc.pid)
         try:
-            booted = None
+            failed, booted = None, None
             if booting:
                 began = time.monotonic()
                 failed = self._boot(proc, deadline, timeout)
-                if failed is not None:
-                    return failed
                 booted = time.monotonic() - began
-            outcome = self._exchange(proc, target, seed, trial, timeout, deadline, import_timeout)
-            outcome.boot_s = booted
-            return outcome
+            if failed is not None:
+                outcome = failed
+            else:
+                outcome = self._exchange(
+                    proc, target, seed, trial, timeout, deadline, import_timeout
+                )
+                outcome.boot_s = booted
         finally:
             register(None)
+        outcome.worker_lost = self._proc is not proc  # killed, or died: the next trial reboots
+        return outcome
 
     def _boot(
         self, proc: subprocess.Popen[bytes], deadline: float, timeout: float
@@ -171,6 +176,7 @@ class PythonWorker:
                     error=f"timed out after {timeout:g} s; the worker was killed",
                     output=self.printed(),
                     import_s=imported,
+                    call_s=timeout,  # the call ran to its limit (the boot is the worker's)
                 )
             if line == b"":
                 died = self._died(proc)
@@ -187,19 +193,17 @@ class PythonWorker:
                 deadline = time.monotonic() + timeout
                 continue
             break
+        took = reply.get("took")
+        call_s = float(took) if isinstance(took, (int, float)) else None
         if "error" in reply:
             return Outcome(
                 error=str(reply["error"]),
                 traceback=reply.get("traceback"),
                 output=self.printed(),
                 import_s=imported,
+                call_s=call_s,
             )
-        took = reply.get("took")
-        return Outcome(
-            payload=reply["result"],
-            import_s=imported,
-            call_s=float(took) if isinstance(took, (int, float)) else None,
-        )
+        return Outcome(payload=reply["result"], import_s=imported, call_s=call_s)
 
     def printed(self) -> str | None:
         """The tail of what the current trial printed (the worker's log holds it alone)."""

@@ -1,0 +1,333 @@
+"""Async Python evals: a few worker processes, each running many trials on one event loop.
+
+``concurrency`` counts trials in flight, not processes. An ``async def`` eval spends
+its trial waiting on a model, so one interpreter per CPU holds all of a run's async
+trials: the pool sends each trial to its least busy worker (``_worker.serve_pool``
+says how a worker runs them), and sixty-four calls in flight cost two interpreters
+on a two-CPU runner, not sixty-four.
+
+Sharing a process costs isolation, so the pool owns what the one-trial-per-process
+worker (``python.py``) gets for free:
+- **Timeouts** hold per trial inside the worker; a trial that holds the loop with
+  blocking code is failed by the worker's watchdog, and the trials beside it are
+  paused, not failed.
+- **A worker that dies or stops answering** (a segfault, ``os._exit``, blocking C
+  code that holds the interpreter itself, so that not even the watchdog can run)
+  loses the trials in flight on it, none of which gave a result. Each of them is
+  run again, alone, in a worker of its own (``None`` from ``call``): the one that
+  killed the worker does so again and is charged with it, precisely; the others
+  give the result they were about to give. That is not a retry: no result of
+  theirs was ever seen. A target that kills a worker when alone runs alone from
+  then on (``isolate``).
+- **What a trial printed** through ``print`` or ``sys.stderr`` is kept per trial;
+  what C code or a child process writes to descriptor 2 goes to the worker's log.
+- **Processes a trial starts** end when no trial is in flight on its worker, and
+  with the worker at the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from firewall.runner._supervisor import descendants, kill_all
+from firewall.runner.outcome import Outcome, signal_name, tail
+from firewall.runner.python import GARBLED, MAX_REPLY_BYTES, cpus, worker_command
+
+INTERRUPTED = "the run was interrupted"
+SILENT_S = 3.0  # a worker that beats every second and has said nothing for this long is held
+GRACE_S = 2.0  # past a trial's own limits, before the runner steps in
+
+
+class _Pending:
+    """One trial sent to a pool worker, until its reply (or its loss) comes."""
+
+    __slots__ = ("done", "import_timeout", "imported", "lost", "reply", "sent", "target", "timeout")
+
+    def __init__(self, target: str, timeout: float, import_timeout: float) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.import_timeout = import_timeout
+        self.sent = time.monotonic()
+        self.done = threading.Event()
+        self.reply: dict[str, Any] | None = None
+        self.imported: float | None = None
+        self.lost: str | None = None
+
+
+class _PoolWorker:
+    """One ``--pool`` worker process and the thread that reads its replies."""
+
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[int, _Pending] = {}
+        self._loaded: dict[str, float] = {}  # target -> when the worker had imported it
+        self._next_id = 0
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
+        self._started = time.monotonic()
+        self._heard = self._started
+        self._boot_s: float | None = None  # until the first trial's outcome carries it
+        self._ready: float | None = None  # when the worker had booted
+        self.alive = True
+        self.proc = subprocess.Popen(
+            worker_command("--pool"),
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(
+            target=self._read, name=f"firewall-pool-{self.proc.pid}", daemon=True
+        )
+        self._reader.start()
+
+    @property
+    def load(self) -> int:
+        return len(self._pending)
+
+    def send(
+        self, target: str, seed: int, trial: int, timeout: float, import_timeout: float
+    ) -> _Pending:
+        with self._lock:
+            ident, self._next_id = self._next_id, self._next_id + 1
+            pending = _Pending(target, timeout, import_timeout)
+            if not self.alive:
+                pending.lost = "its worker had died"
+                pending.done.set()
+                return pending
+            self._pending[ident] = pending
+            request = {
+                "id": ident,
+                "target": target,
+                "seed": seed,
+                "trial": trial,
+                "timeout": timeout,
+                "import_timeout": import_timeout,
+            }
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write((json.dumps(request) + "\n").encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # the reader sees the end of the stream and loses the trial
+        return pending
+
+    def outcome(self, pending: _Pending) -> Outcome:
+        reply = pending.reply
+        assert reply is not None
+        boot = None
+        with self._lock:
+            if self._boot_s is not None and self._boot_s >= 0:
+                boot, self._boot_s = self._boot_s, -1.0  # the first trial carries it, once
+        took = reply.get("took")
+        call_s = float(took) if isinstance(took, (int, float)) else None
+        if "error" in reply:
+            return Outcome(
+                error=str(reply["error"]),
+                traceback=reply.get("traceback"),
+                output=reply.get("output"),
+                import_s=pending.imported,
+                call_s=call_s,
+                boot_s=boot,
+            )
+        return Outcome(
+            payload=reply.get("result"),
+            import_s=pending.imported,
+            call_s=call_s,
+            boot_s=boot,
+        )
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        buffer = bytearray()
+        why = "its worker process ended"
+        while True:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if not ready:
+                if self._held():
+                    why = "its worker stopped answering (held by blocking code)"
+                    break
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                why = self._ended()
+                break
+            buffer += chunk
+            if len(buffer) > MAX_REPLY_BYTES:
+                why = "its worker sent a reply larger than 16 MiB"
+                break
+            *lines, rest = bytes(buffer).split(b"\n")
+            buffer = bytearray(rest)
+            self._heard = time.monotonic()
+            try:
+                for line in lines:
+                    self._dispatch(json.loads(line))
+            except (ValueError, KeyError, TypeError):
+                why = GARBLED
+                break
+        self._lose_all(why)
+
+    def _dispatch(self, reply: dict[str, Any]) -> None:
+        if "beat" in reply:
+            return
+        if "ready" in reply:
+            with self._lock:
+                self._ready = time.monotonic()
+                self._boot_s = self._ready - self._started
+            return
+        with self._lock:
+            pending = self._pending.get(reply["id"])
+            if pending is None:
+                return
+            if "imported" in reply:
+                pending.imported = float(reply["imported"])
+                self._loaded[pending.target] = time.monotonic()
+                return
+            del self._pending[reply["id"]]
+        pending.reply = reply
+        pending.done.set()
+
+    def _held(self) -> bool:
+        """Whether the worker has been silent too long with a trial past the runner's limit."""
+        now = time.monotonic()
+        if now - self._heard < SILENT_S:
+            return False
+        with self._lock:
+            return any(now > self._deadline(pending) for pending in self._pending.values())
+
+    def _deadline(self, pending: _Pending) -> float:
+        """When the runner gives up on a trial: past its boot, import and timeout, with
+        grace (the worker's own deadlines, paused for trials beside a blocking one, come
+        first; this one is for a worker that cannot keep them)."""
+        limit = pending.timeout + GRACE_S
+        if self._ready is None:
+            return self._started + pending.import_timeout + limit
+        loaded = self._loaded.get(pending.target)
+        if loaded is None:
+            return max(pending.sent, self._ready) + pending.import_timeout + limit
+        return max(pending.sent, loaded) + limit
+
+    def _ended(self) -> str:
+        status = self.proc.wait()
+        self._log.seek(0)
+        stderr = tail(self._log.read())
+        how = f"exited with status {status}"
+        if status < 0:
+            how = f"was killed by {signal_name(-status)}"
+        return f"its worker process {how}{stderr}"
+
+    def _lose_all(self, why: str) -> None:
+        self.kill()
+        with self._lock:
+            self.alive = False
+            lost, self._pending = list(self._pending.values()), {}
+        for pending in lost:
+            pending.lost = why
+            pending.done.set()
+
+    def kill(self) -> None:
+        stray = descendants(self.proc.pid)  # in sessions of their own: the group kill misses them
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        kill_all(stray)
+        self.proc.wait()
+
+    def close(self) -> None:
+        with self._lock:
+            self.alive = False
+        self.kill()
+        self._reader.join(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._log.close()
+
+
+class AsyncPool:
+    """The run's pool workers, started on the first async trial, one per CPU at most."""
+
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None, size: int) -> None:
+        self._cwd = cwd
+        self._env = env
+        self._size = max(1, min(size, cpus()))
+        self._workers: list[_PoolWorker] = []
+        self._retired: list[_PoolWorker] = []  # died or held: closed with the pool
+        self._lock = threading.Lock()
+        self._alone: set[str] = set()  # targets that run in a worker of their own
+        self._stopped = False
+
+    def call(
+        self,
+        target: str,
+        seed: int,
+        trial: int,
+        timeout: float,
+        register: Callable[[int | None], None] = lambda pid: None,
+        import_timeout: float = 120.0,
+    ) -> Outcome | None:
+        """Run one trial on a pool worker; None when it must run alone instead: its target
+        is not a coroutine function, or kills workers, or its worker was lost under it."""
+        if target in self._alone:
+            return None
+        if self._stopped:
+            return Outcome(error=INTERRUPTED)
+        worker = self._pick()
+        pending = worker.send(target, seed, trial, timeout, import_timeout)
+        register(worker.proc.pid)
+        try:
+            pending.done.wait()
+        finally:
+            register(None)
+        if self._stopped:
+            return Outcome(error=INTERRUPTED)  # not a measurement: the runner drops it
+        if pending.lost is not None:
+            return None
+        assert pending.reply is not None
+        if pending.reply.get("sync"):
+            self._alone.add(target)
+            return None
+        return worker.outcome(pending)
+
+    def isolate(self, target: str) -> None:
+        """Run this target's trials alone from now on (one of them killed its worker)."""
+        self._alone.add(target)
+
+    def _pick(self) -> _PoolWorker:
+        with self._lock:
+            self._retired += [w for w in self._workers if not w.alive]
+            self._workers = [w for w in self._workers if w.alive]
+            if len(self._workers) < self._size and all(w.load for w in self._workers):
+                self._workers.append(_PoolWorker(self._cwd, self._env))
+            return min(self._workers, key=lambda w: w.load)
+
+    def stop(self) -> None:
+        """The run is halted: kill the workers, and run nothing alone for what they lose."""
+        self._stopped = True
+        with self._lock:
+            workers = list(self._workers)
+        for worker in workers:
+            worker.kill()
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._workers = [*self._workers, *self._retired], []
+            self._retired = []
+        for worker in workers:
+            worker.close()
