@@ -160,9 +160,15 @@ class Runner:
         source: _Source,
         handed: list[Task],
         done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
+        finished: bool = False,
     ) -> tuple[int, Task, int] | None:
-        """The next task for a slot, its position and how many run with it; None: stop."""
+        """The next task for a slot, its position and how many run with it; None: stop.
+
+        ``finished``: the slot's last trial has just ended (one lock for both, since
+        sixty-four slots contend for it)."""
         with self._lock:
+            if finished:
+                self._in_flight -= 1
             while not self._stop.is_set():
                 task = source.next_task()
                 if task is not None:
@@ -207,8 +213,10 @@ class Runner:
         scratch = reaper.scratch
         register = functools.partial(self._track, number)
         try:
-            while (item := self._next(source, handed, done)) is not None:
+            finished = False
+            while (item := self._next(source, handed, done, finished)) is not None:
                 position, task, in_flight = item
+                finished = True
                 # Only a command eval has a result file: no Path to build for a Python trial.
                 result_path = (
                     scratch if task.spec.kind == "python" else scratch / f"{position}.json"
@@ -231,8 +239,6 @@ class Runner:
                 except Exception as exc:  # a runner bug costs one trial, not the run
                     outcome = Outcome(error=f"internal error running the trial: {exc!r}")
                 duration = time.perf_counter() - started
-                with self._lock:
-                    self._in_flight -= 1
                 if self._halted.is_set():
                     return  # killed by the halt: not a measurement
                 done.put((position, to_record(task, outcome, duration, in_flight)))
@@ -240,11 +246,11 @@ class Runner:
             worker.close()
 
     def _track(self, slot: int, pid: int | None) -> None:
-        with self._lock:
-            if pid is None:
-                self._active.pop(slot, None)
-            else:
-                self._active[slot] = pid
+        # No lock: a dict's item assignment is atomic, and _halt copies the dict in one step.
+        if pid is None:
+            self._active.pop(slot, None)
+        else:
+            self._active[slot] = pid
 
 
 def execute(

@@ -27,6 +27,7 @@ worker (``python.py``) gets for free:
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
@@ -49,29 +50,56 @@ GRACE_S = 2.0  # past a trial's own limits, before the runner steps in
 
 
 class _Pending:
-    """One trial sent to a pool worker, until its reply (or its loss) comes."""
+    """One trial sent to a pool worker, until its reply (or its loss) comes.
 
-    __slots__ = ("done", "import_timeout", "imported", "lost", "reply", "sent", "target", "timeout")
+    ``done`` is a bare lock, held until then: with sixty-four slots waiting, an Event
+    (a Condition and a lock of its own per wait) was the runner's largest cost.
+    """
+
+    __slots__ = (
+        "boot_s",
+        "done",
+        "import_timeout",
+        "imported",
+        "lost",
+        "reply",
+        "sent",
+        "target",
+        "timeout",
+    )
 
     def __init__(self, target: str, timeout: float, import_timeout: float) -> None:
         self.target = target
         self.timeout = timeout
         self.import_timeout = import_timeout
         self.sent = time.monotonic()
-        self.done = threading.Event()
+        self.done = threading.Lock()
+        self.done.acquire()
         self.reply: dict[str, Any] | None = None
         self.imported: float | None = None
+        self.boot_s: float | None = None  # the worker's boot, carried by its first trial
         self.lost: str | None = None
+
+    def resolve(self) -> None:
+        self.done.release()
+
+    def wait(self) -> None:
+        self.done.acquire()
 
 
 class _PoolWorker:
-    """One ``--pool`` worker process and the thread that reads its replies."""
+    """One ``--pool`` worker process and the thread that reads its replies.
+
+    Only the reader thread takes trials out of ``_pending``, and it alone loses them
+    all when the worker goes; ``_lock`` orders that against a slot putting one in.
+    """
 
     def __init__(self, cwd: Path, env: Mapping[str, str] | None) -> None:
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # for a request longer than the pipe writes whole
         self._pending: dict[int, _Pending] = {}
         self._loaded: dict[str, float] = {}  # target -> when the worker had imported it
-        self._next_id = 0
+        self._ids = itertools.count()
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         self._started = time.monotonic()
         self._heard = self._started
@@ -87,6 +115,8 @@ class _PoolWorker:
             env=env,
             start_new_session=True,
         )
+        assert self.proc.stdin is not None
+        self._stdin = self.proc.stdin.fileno()
         self._reader = threading.Thread(
             target=self._read, name=f"firewall-pool-{self.proc.pid}", daemon=True
         )
@@ -99,37 +129,38 @@ class _PoolWorker:
     def send(
         self, target: str, seed: int, trial: int, timeout: float, import_timeout: float
     ) -> _Pending:
+        ident = next(self._ids)
+        pending = _Pending(target, timeout, import_timeout)
         with self._lock:
-            ident, self._next_id = self._next_id, self._next_id + 1
-            pending = _Pending(target, timeout, import_timeout)
             if not self.alive:
                 pending.lost = "its worker had died"
-                pending.done.set()
+                pending.resolve()
                 return pending
             self._pending[ident] = pending
-            request = {
-                "id": ident,
-                "target": target,
-                "seed": seed,
-                "trial": trial,
-                "timeout": timeout,
-                "import_timeout": import_timeout,
-            }
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write((json.dumps(request) + "\n").encode())
-                self.proc.stdin.flush()
-            except (BrokenPipeError, ValueError):
-                pass  # the reader sees the end of the stream and loses the trial
+        request = {
+            "id": ident,
+            "target": target,
+            "seed": seed,
+            "trial": trial,
+            "timeout": timeout,
+            "import_timeout": import_timeout,
+        }
+        data = (json.dumps(request) + "\n").encode()
+        try:
+            if len(data) <= select.PIPE_BUF:  # written whole: no lock between slots
+                os.write(self._stdin, data)
+            else:
+                with self._writing:
+                    while data:
+                        data = data[os.write(self._stdin, data) :]
+        except OSError:
+            pass  # the reader sees the end of the stream and loses the trial
         return pending
 
     def outcome(self, pending: _Pending) -> Outcome:
         reply = pending.reply
         assert reply is not None
-        boot = None
-        with self._lock:
-            if self._boot_s is not None and self._boot_s >= 0:
-                boot, self._boot_s = self._boot_s, -1.0  # the first trial carries it, once
+        boot = pending.boot_s
         took = reply.get("took")
         call_s = float(took) if isinstance(took, (int, float)) else None
         if "error" in reply:
@@ -183,29 +214,28 @@ class _PoolWorker:
         if "beat" in reply:
             return
         if "ready" in reply:
-            with self._lock:
-                self._ready = time.monotonic()
-                self._boot_s = self._ready - self._started
+            self._ready = time.monotonic()
+            self._boot_s = self._ready - self._started
             return
-        with self._lock:
+        if "imported" in reply:
             pending = self._pending.get(reply["id"])
-            if pending is None:
-                return
-            if "imported" in reply:
+            if pending is not None:
                 pending.imported = float(reply["imported"])
                 self._loaded[pending.target] = time.monotonic()
-                return
-            del self._pending[reply["id"]]
+            return
+        pending = self._pending.pop(reply["id"], None)
+        if pending is None:
+            return
         pending.reply = reply
-        pending.done.set()
+        pending.boot_s, self._boot_s = self._boot_s, None  # the first trial carries it, once
+        pending.resolve()
 
     def _held(self) -> bool:
         """Whether the worker has been silent too long with a trial past the runner's limit."""
         now = time.monotonic()
         if now - self._heard < SILENT_S:
             return False
-        with self._lock:
-            return any(now > self._deadline(pending) for pending in self._pending.values())
+        return any(now > self._deadline(pending) for pending in list(self._pending.values()))
 
     def _deadline(self, pending: _Pending) -> float:
         """When the runner gives up on a trial: past its boot, import and timeout, with
@@ -235,7 +265,7 @@ class _PoolWorker:
             lost, self._pending = list(self._pending.values()), {}
         for pending in lost:
             pending.lost = why
-            pending.done.set()
+            pending.resolve()
 
     def kill(self) -> None:
         stray = descendants(self.proc.pid)  # in sessions of their own: the group kill misses them
@@ -292,7 +322,7 @@ class AsyncPool:
         pending = worker.send(target, seed, trial, timeout, import_timeout)
         register(worker.proc.pid)
         try:
-            pending.done.wait()
+            pending.wait()
         finally:
             register(None)
         if self._stopped:
