@@ -183,6 +183,7 @@ BEAT_S = 0.05  # the heartbeat's period
 STALL_S = 0.2  # a heartbeat this late means a step held the loop
 WATCH_S = 0.1  # how often the watchdog looks at the heartbeat
 TELL_S = 1.0  # the runner hears from the worker at least this often
+HOPELESS_S = 2.0  # past the culprit's deadline, a stall the signal did not end
 _BLAME = signal.SIGUSR2
 
 
@@ -269,12 +270,13 @@ def serve_pool() -> None:
     import contextvars
     import threading
 
+    log = os.dup(2)  # private: an eval that moves fd 2 cannot redirect it
     requests, replies = _private_streams()
     current: contextvars.ContextVar[_Trial | None] = contextvars.ContextVar("trial")
     sys.stdout = sys.stderr = _Tee(sys.stderr, current)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    pool = _Pool(loop, replies, current)
+    pool = _Pool(loop, replies, current, log)
     signal.signal(_BLAME, pool.on_signal)
     threading.Thread(target=pool.watch, name="firewall-watchdog", daemon=True).start()
     loop.add_reader(requests, pool.on_readable, requests)
@@ -288,11 +290,14 @@ def serve_pool() -> None:
 
 
 class _Pool:
-    def __init__(self, loop: asyncio.AbstractEventLoop, replies: int, current: Any) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, replies: int, current: Any, log: int
+    ) -> None:
         import contextvars
         import threading
 
         self.loop = loop
+        self.log = log  # the worker's stderr, emptied whenever no trial is in flight
         self.current = current
         self.replies = replies
         self.writing = threading.Lock()  # the loop and the watchdog both write replies
@@ -383,8 +388,13 @@ class _Pool:
         except (TypeError, ValueError) as exc:
             text = json.dumps({"id": trial.id, "error": f"result is not JSON-serialisable: {exc}"})
         self.send_text(text)
-        if not self.flight and self.adopting:
-            end_processes(self.modules)  # between trials: what they started ends
+        if not self.flight:  # between trials: what they started ends, and so does their log
+            if self.adopting:
+                end_processes(self.modules)
+            try:
+                os.ftruncate(self.log, 0)
+            except OSError:
+                pass
 
     def overdue(self, trial: _Trial) -> str:
         """Why a trial that is past its deadline failed."""
@@ -449,10 +459,23 @@ class _Pool:
         while not self.closed:
             time.sleep(WATCH_S)
             now = time.monotonic()
-            if self.flight and now - self.beat_at > BEAT_S + STALL_S:
+            stalled = bool(self.flight) and now - self.beat_at > BEAT_S + STALL_S
+            if stalled:
                 signal.pthread_kill(self.main, _BLAME)  # type: ignore[arg-type]
+                if now > self.hopeless():
+                    continue  # silence: the runner kills this worker and runs its trials alone
             if now - self.told_at >= TELL_S:
                 self.write(b'{"beat": true}\n')
+
+    def hopeless(self) -> float:
+        """When a stall has outlasted whoever caused it, the signal having failed to end it
+        (an eval that took the signal for itself, a step deaf to it): the blamed trial's
+        deadline, else the latest of the trials in flight, with grace."""
+        blamed = self.blamed
+        if blamed is not None:
+            return blamed.deadline + HOPELESS_S
+        deadlines = [t.deadline for t in list(self.flight.values()) if t.deadline != float("inf")]
+        return max(deadlines, default=float("inf")) + HOPELESS_S
 
     def on_signal(self, signum: int, frame: Any) -> None:
         """In the main thread, inside whatever code holds the loop."""

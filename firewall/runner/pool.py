@@ -27,6 +27,7 @@ worker (``python.py``) gets for free:
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -101,6 +102,10 @@ class _PoolWorker:
         self._loaded: dict[str, float] = {}  # target -> when the worker had imported it
         self._ids = itertools.count()
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
+        # O_APPEND, since the worker empties it between trials: else its next writes land at
+        # the old offset, behind a run of NUL bytes.
+        fd = self._log.fileno()
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
         self._started = time.monotonic()
         self._heard = self._started
         self._boot_s: float | None = None  # until the first trial's outcome carries it

@@ -179,6 +179,38 @@ def test_a_trial_that_holds_the_interpreter_itself_costs_only_its_own_trial(
     assert records[1].error == "timed out after 1 s; the worker was killed"
 
 
+def test_a_blocking_trial_deaf_to_the_watchdog_still_costs_only_its_own_trial(
+    project: Path,
+) -> None:
+    # The eval takes the watchdog's signal for itself: the worker falls silent once the
+    # stall outlasts the trial's deadline, and the runner runs its trials alone.
+    write_module(
+        project,
+        "ev_deaf",
+        """
+        import asyncio, signal, time
+
+        async def judge(seed, trial):
+            if trial == 0:
+                for number in range(1, signal.NSIG):
+                    try:
+                        signal.signal(number, signal.SIG_IGN)
+                    except (OSError, ValueError):
+                        pass
+                time.sleep(30)
+            await asyncio.sleep(0.2)
+            return 1.0
+        """,
+    )
+
+    [records] = run(
+        project, [async_spec("ev_deaf:judge", timeout=1)], trials=4, concurrency=4
+    ).values()
+
+    assert [record.error is None for record in records] == [False, True, True, True]
+    assert records[0].error == "timed out after 1 s; the worker was killed"
+
+
 def test_a_trial_that_kills_its_worker_is_charged_and_its_neighbours_are_not(
     project: Path,
 ) -> None:
@@ -403,3 +435,42 @@ def test_isolate_is_a_per_eval_setting() -> None:
     )
 
     assert [entry.isolate for entry in settings.evals] == [True, False]
+
+
+def test_no_process_an_async_trial_starts_outlives_the_run(project: Path) -> None:
+    marker = "7777.4242"
+    write_module(
+        project,
+        "ev_spawns",
+        f"""
+        import asyncio
+
+        async def judge(seed):
+            await asyncio.create_subprocess_exec("sleep", "{marker}")  # never waited for
+            await asyncio.sleep(0.1)
+            return 1.0
+        """,
+    )
+
+    [records] = run(
+        project, [async_spec("ev_spawns:judge", timeout=10)], trials=4, concurrency=4
+    ).values()
+
+    assert [record.error for record in records] == [None] * 4
+    assert running(marker) == []
+
+
+def running(argument: str) -> list[int]:
+    """The pids of live processes (not zombies) with ``argument`` on their command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            arguments = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_bytes().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if argument.encode() in arguments and state not in (b"Z", b"X"):
+            found.append(int(entry.name))
+    return found
