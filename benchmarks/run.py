@@ -770,6 +770,15 @@ def summarise(raw: dict[str, list[Measured]]) -> list[dict[str, Any]]:
                 "x",
             )
         )
+    if probed("probe_async64") and have("bare_asyncio64"):
+        rows.append(
+            row(
+                "d",
+                "probe phase alone, scenario 5: Runner.run / bare asyncio wall (its whole run)",
+                ratio(raw["probe_async64"], raw["bare_asyncio64"], "runner_s"),
+                "x",
+            )
+        )
     if probed("probe_sleepy"):
         rows.append(
             row(
@@ -863,6 +872,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "async": (
         "firewall_async64",
         "bare_asyncio64",
+        "probe_async64",
         "firewall_async16",
         "bare_asyncio16",
         "firewall_sleepy",
@@ -958,6 +968,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "probe_sleepy": lambda: probe_only(sleepy),
             "firewall_async64": lambda: firewall_run(async64, sleep_trials, sample_tree=True),
             "bare_asyncio64": lambda: bare_asyncio(async64),
+            "probe_async64": lambda: probe_only(async64),
             "firewall_async16": lambda: firewall_run(async16, sleep_trials, sample_tree=True),
             "bare_asyncio16": lambda: bare_asyncio(async16),
         }
