@@ -1,10 +1,12 @@
-"""Python evals of the triage model: one declared in pyproject.toml, one with @firewall.eval.
+"""Python evals of the triage model: one declared in pyproject.toml, two with @firewall.eval.
 
 Python evals run in a long-lived worker process, so they pay for importing
 the model once, not once per trial as a command does.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import firewall
 from examples.evals import support_model as model
@@ -31,6 +33,27 @@ def triage_prompt_v2(seed: int) -> firewall.TrialResult:
     non-blocking, as a capability eval for work in progress would be.
     """
     run = model.triage(seed, temperature=model.GREEDY, prompt_version="triage-v2")
+    return firewall.TrialResult(
+        score=run.accuracy,
+        items=run.items,
+        metrics=model.mean_metrics(run.usages),
+        model_id=model.MODEL_ID,
+        prompt_version=run.prompt_version,
+    )
+
+
+@firewall.eval(threshold=0.85, tags=["triage"])
+async def triage_async(seed: int) -> firewall.TrialResult:
+    """triage-async: the shipped triage model behind an async client, as an LLM app calls it.
+
+    An ``async def`` eval: its trials are tasks on the event loop of a pool
+    worker, so all of them wait on the model at once in one process, however
+    high ``concurrency`` is set. They share that process, so each keeps its
+    state local: the model draws from a ``random.Random(seed)`` of its own,
+    never from the module-level ``random``.
+    """
+    await asyncio.sleep(0.02)  # the provider's round trip: the loop serves other trials meanwhile
+    run = model.triage(seed, temperature=model.GREEDY)
     return firewall.TrialResult(
         score=run.accuracy,
         items=run.items,
