@@ -275,6 +275,9 @@ class Measured(dict):  # type: ignore[type-arg]
     """wall_s, cpu_s, peak_rss_mb of one process (and anything a check adds)."""
 
 
+# The process tree is walked here as firewall/runner/_supervisor.py walks it, on purpose
+# not by importing that module: what measures the firewall stays apart from the code it
+# measures (a bug there would otherwise hide the processes it misses from both).
 PROC = Path("/proc")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 # Each thread's list of its children (Linux >= 3.5 with CONFIG_PROC_CHILDREN); without

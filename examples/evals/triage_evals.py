@@ -33,13 +33,7 @@ def triage_prompt_v2(seed: int) -> firewall.TrialResult:
     non-blocking, as a capability eval for work in progress would be.
     """
     run = model.triage(seed, temperature=model.GREEDY, prompt_version="triage-v2")
-    return firewall.TrialResult(
-        score=run.accuracy,
-        items=run.items,
-        metrics=model.mean_metrics(run.usages),
-        model_id=model.MODEL_ID,
-        prompt_version=run.prompt_version,
-    )
+    return trial_result(run)
 
 
 @firewall.eval(threshold=0.85, tags=["triage"])
@@ -54,6 +48,11 @@ async def triage_async(seed: int) -> firewall.TrialResult:
     """
     await asyncio.sleep(0.02)  # the provider's round trip: the loop serves other trials meanwhile
     run = model.triage(seed, temperature=model.GREEDY)
+    return trial_result(run)
+
+
+def trial_result(run: model.TriageRun) -> firewall.TrialResult:
+    """A triage run as a trial result: the accuracy, each ticket as an item, the calls' means."""
     return firewall.TrialResult(
         score=run.accuracy,
         items=run.items,
