@@ -70,6 +70,14 @@ def _evidence(report: EvalReport) -> list[str]:
         lines.append(
             f"module imported in {number(max(imported))} s (apart from the trials' durations)"
         )
+    blocking = [t for t in report.trials if t.blocked_s is not None]
+    if blocking:
+        worst = max(blocking, key=lambda t: t.blocked_s or 0.0)
+        lines.append(
+            f"{len(blocking)} of {len(report.trials)} trials held their worker's event loop "
+            f"without awaiting, trial {worst.index} for {number(worst.blocked_s)} s "
+            "(blocking code in an async def); the trials beside them were paused"
+        )
     first = next((t for t in report.trials if t.error is not None), None)
     if first is None:
         return lines

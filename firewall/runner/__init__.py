@@ -362,7 +362,11 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
         )
     apart = {
         key: round(value, 6)
-        for key, value in (("import_s", imported), ("boot_s", outcome.boot_s))
+        for key, value in (
+            ("import_s", imported),
+            ("boot_s", outcome.boot_s),
+            ("blocked_s", outcome.blocked_s),
+        )
         if value is not None
     }
     if apart:

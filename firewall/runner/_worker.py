@@ -383,6 +383,8 @@ class _Pool:
         del self.flight[trial.id]
         if "error" in reply:
             reply["output"] = trial.captured.text()
+        if trial.blocked:
+            reply["blocked"] = trial.blocked
         try:
             text = json.dumps(reply)
         except (TypeError, ValueError) as exc:
@@ -486,8 +488,8 @@ class _Pool:
             return  # a trial already answered for
         self.blamed = trial
         now = time.monotonic()
+        trial.blocked = max(trial.blocked, now - self.beat_at)  # so far: it may reply first
         if now >= trial.deadline:
-            trial.blocked = max(trial.blocked, now - self.beat_at)
             raise Blocked
 
 

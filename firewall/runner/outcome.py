@@ -24,6 +24,7 @@ class Outcome:
     import_s: float | None = None  # the worker imported the eval's module for this trial
     call_s: float | None = None  # a Python eval's call alone, timed in its worker
     boot_s: float | None = None  # the worker booted for this trial
+    blocked_s: float | None = None  # an async trial held its worker's event loop this long
     cases: list[Case] | None = None  # a JUnit suite's test cases, one run of them
     worker_lost: bool = False  # the trial killed its worker process, or it died under it
 

@@ -166,23 +166,20 @@ class _PoolWorker:
         reply = pending.reply
         assert reply is not None
         boot = pending.boot_s
-        took = reply.get("took")
-        call_s = float(took) if isinstance(took, (int, float)) else None
-        if "error" in reply:
-            return Outcome(
-                error=str(reply["error"]),
-                traceback=reply.get("traceback"),
-                output=reply.get("output"),
-                import_s=pending.imported,
-                call_s=call_s,
-                boot_s=boot,
-            )
-        return Outcome(
-            payload=reply.get("result"),
+        took, blocked = reply.get("took"), reply.get("blocked")
+        outcome = Outcome(
             import_s=pending.imported,
-            call_s=call_s,
+            call_s=float(took) if isinstance(took, (int, float)) else None,
             boot_s=boot,
+            blocked_s=float(blocked) if isinstance(blocked, (int, float)) else None,
         )
+        if "error" in reply:
+            outcome.error = str(reply["error"])
+            outcome.traceback = reply.get("traceback")
+            outcome.output = reply.get("output")
+        else:
+            outcome.payload = reply.get("result")
+        return outcome
 
     def _read(self) -> None:
         assert self.proc.stdout is not None

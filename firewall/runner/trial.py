@@ -97,7 +97,7 @@ class SuiteCase(BaseModel):
     message: str = ""
 
 
-_EVIDENCE = ("traceback", "output", "import_s", "boot_s")
+_EVIDENCE = ("traceback", "output", "import_s", "boot_s", "blocked_s")
 
 
 class TrialRecord(BaseModel):
@@ -124,6 +124,9 @@ class TrialRecord(BaseModel):
     output: str | None = None
     import_s: float | None = None  # importing the eval's module, apart from duration_s
     boot_s: float | None = None  # booting the worker this trial ran in, apart from it too
+    # An async trial's longest stretch holding its worker's event loop without awaiting
+    # (blocking code in an async def), which paused the trials beside it.
+    blocked_s: float | None = None
     # A suite's trial: its cases, until the probe stage makes each an eval of its own
     # (firewall.pipeline.suites); never written, since no suite's trial reaches a file.
     cases: list[SuiteCase] | None = Field(default=None, exclude=True)

@@ -9,6 +9,7 @@ from builders import make_artefact, make_report
 from firewall.artefact import Artefact
 from firewall.policy import Status
 from firewall.report.terminal import closing_lines, table
+from firewall.runner.trial import TrialRecord
 
 
 def test_table_marks_non_blocking_failures_and_hides_numbers_of_errors() -> None:
@@ -63,3 +64,21 @@ def test_a_real_run_names_what_it_added_and_the_report() -> None:
     )
     assert lines[0].startswith("0 passed, 1 failed, 1 newly quarantined") and "exit 1" in lines[0]
     assert lines[1:] == ["quarantined e0: added to quarantine.json", "report: out.json"]
+
+
+def test_verbose_names_the_trial_that_held_its_event_loop_longest() -> None:
+    trials = [
+        TrialRecord(index=0, seed=1, score=1.0, passed=True),
+        TrialRecord(index=1, seed=2, score=1.0, passed=True, blocked_s=0.4),
+        TrialRecord(index=2, seed=3, score=1.0, passed=True, blocked_s=2.5),
+    ]
+    report = make_report("triage-async", Status.PASS, trials=trials)
+
+    quiet = table([report])
+    verbose = " ".join(table([report], verbose=True).split())
+
+    assert "event loop" not in quiet
+    assert (
+        "2 of 3 trials held their worker's event loop without awaiting, trial 2 for 2.5 s "
+        "(blocking code in an async def); the trials beside them were paused"
+    ) in verbose

@@ -147,6 +147,8 @@ def test_trials_paused_by_a_blocking_neighbour_neither_time_out_nor_read_slow(
 
     assert [record.error for record in records["hog"]] == [None] * 4
     assert [record.error for record in records["neighbour"]] == [None] * 4
+    assert all((record.blocked_s or 0.0) >= 2.0 for record in records["hog"])  # said on its record
+    assert [record.blocked_s for record in records["neighbour"]] == [None] * 4
     shared = [r for r in records["neighbour"] if r.fields["pid"] in pids(records["hog"])]
     assert shared  # some did wait for a hog in their worker
     for record in shared:  # 0.3 s of its own, not the 2.5 s it was made to wait
