@@ -97,7 +97,6 @@ class _PoolWorker:
 
     def __init__(self, cwd: Path, env: Mapping[str, str] | None) -> None:
         self._lock = threading.Lock()
-        self._writing = threading.Lock()  # for a request longer than the pipe writes whole
         self._pending: dict[int, _Pending] = {}
         self._loaded: dict[str, float] = {}  # target -> when the worker had imported it
         self._ids = itertools.count()
@@ -136,12 +135,6 @@ class _PoolWorker:
     ) -> _Pending:
         ident = next(self._ids)
         pending = _Pending(target, timeout, import_timeout)
-        with self._lock:
-            if not self.alive:
-                pending.lost = "its worker had died"
-                pending.resolve()
-                return pending
-            self._pending[ident] = pending
         request = {
             "id": ident,
             "target": target,
@@ -151,13 +144,16 @@ class _PoolWorker:
             "import_timeout": import_timeout,
         }
         data = (json.dumps(request) + "\n").encode()
+        with self._lock:
+            if not self.alive or len(data) > select.PIPE_BUF:
+                # A pipe writes at most PIPE_BUF bytes whole; a longer request (a target
+                # name of kilobytes) could interleave with another slot's, so it runs alone.
+                pending.lost = "its worker had died" if not self.alive else "request too long"
+                pending.resolve()
+                return pending
+            self._pending[ident] = pending
         try:
-            if len(data) <= select.PIPE_BUF:  # written whole: no lock between slots
-                os.write(self._stdin, data)
-            else:
-                with self._writing:
-                    while data:
-                        data = data[os.write(self._stdin, data) :]
+            os.write(self._stdin, data)  # whole, so slots need no lock between them
         except OSError:
             pass  # the reader sees the end of the stream and loses the trial
         return pending

@@ -476,3 +476,26 @@ def running(argument: str) -> list[int]:
         if argument.encode() in arguments and state not in (b"Z", b"X"):
             found.append(int(entry.name))
     return found
+
+
+def test_a_target_too_long_for_one_pipe_write_runs_alone(project: Path) -> None:
+    name = "judge_" + "x" * 5000  # a request the pipe would not write whole
+    write_module(
+        project,
+        "ev_long",
+        f"""
+        import asyncio, os
+
+        async def {name}(seed):
+            await asyncio.sleep(0.01)
+            pooled = b"--pool" in open("/proc/self/cmdline", "rb").read().split(b"\\0")
+            return {{"score": 1.0, "fields": {{"pooled": pooled}}}}
+        """,
+    )
+
+    [records] = run(
+        project, [async_spec(f"ev_long:{name}", timeout=10)], trials=2, concurrency=2
+    ).values()
+
+    assert [record.error for record in records] == [None, None]
+    assert [record.fields["pooled"] for record in records] == [False, False]
