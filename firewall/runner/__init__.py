@@ -88,8 +88,16 @@ _DONE = -1  # the position a slot hands back when nothing is left to run
 
 
 class Runner:
-    def __init__(self, *, concurrency: int, cwd: Path, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        concurrency: int,
+        cwd: Path,
+        progress: Progress | None = None,
+        pool_workers: int | None = None,
+    ) -> None:
         self._concurrency = concurrency
+        self._pool_workers = pool_workers  # async trials' worker processes; None: one per CPU
         self._cwd = cwd
         self._progress = progress
         self._stop = threading.Event()  # no more trials start: all done, or halted
@@ -116,7 +124,9 @@ class Runner:
         handed: list[Task] = []
         done: queue.SimpleQueue[tuple[int, TrialRecord | None]] = queue.SimpleQueue()
         with Reaper() as reaper:
-            pool = self._pool = AsyncPool(self._cwd, reaper.environment, self._concurrency)
+            pool = self._pool = AsyncPool(
+                self._cwd, reaper.environment, self._concurrency, self._pool_workers
+            )
             slots = [
                 threading.Thread(
                     target=self._slot,

@@ -291,10 +291,15 @@ class _PoolWorker:
 class AsyncPool:
     """The run's pool workers, started on the first async trial, one per CPU at most."""
 
-    def __init__(self, cwd: Path, env: Mapping[str, str] | None, size: int) -> None:
+    def __init__(
+        self, cwd: Path, env: Mapping[str, str] | None, size: int, workers: int | None = None
+    ) -> None:
+        """At most ``workers`` (one per CPU unless given) and no more than ``size``, the
+        trials that can be in flight. One per CPU measured best (``benchmarks/pool_size.py``;
+        the README's Performance section has the figures)."""
         self._cwd = cwd
         self._env = env
-        self._size = max(1, min(size, cpus()))
+        self._size = max(1, min(size, cpus() if workers is None else workers))
         self._workers: list[_PoolWorker] = []
         self._retired: list[_PoolWorker] = []  # died or held: closed with the pool
         self._lock = threading.Lock()
