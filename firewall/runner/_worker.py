@@ -226,7 +226,8 @@ class _Captured:
     """The tail of what one trial printed through sys.stdout or sys.stderr."""
 
     __slots__ = ("parts", "size")
-    LIMIT = 8000
+    LIMIT = 8000  # kept while it runs; its record keeps TAIL
+    TAIL = 2000  # outcome.OUTPUT_TAIL_CHARS (the worker does not import the package)
 
     def __init__(self) -> None:
         self.parts: list[str] = []
@@ -243,7 +244,7 @@ class _Captured:
         joined = "".join(self.parts).rstrip()
         if not joined:
             return None
-        return joined if len(joined) <= 2000 else "…" + joined[-2000:]
+        return joined if len(joined) <= self.TAIL else "…" + joined[-self.TAIL :]
 
 
 class _Tee:

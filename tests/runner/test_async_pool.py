@@ -499,3 +499,13 @@ def test_a_target_too_long_for_one_pipe_write_runs_alone(project: Path) -> None:
 
     assert [record.error for record in records] == [None, None]
     assert [record.fields["pooled"] for record in records] == [False, False]
+
+
+def test_a_pooled_trial_keeps_as_much_of_its_output_as_a_trial_alone() -> None:
+    from firewall.runner import _worker
+    from firewall.runner.outcome import OUTPUT_TAIL_CHARS
+
+    captured = _worker._Captured()
+    captured.add("x" * (3 * OUTPUT_TAIL_CHARS))
+
+    assert captured.text() == "…" + "x" * OUTPUT_TAIL_CHARS
