@@ -283,8 +283,8 @@ def execute(
     unless the eval is isolated or the pool hands it back to run alone.
     """
     spec = task.spec
-    pooled = pool is not None and spec.kind == "python" and spec.asynchronous
-    if pool is not None and pooled and not spec.isolate:
+    pooled = spec.kind == "python" and spec.asynchronous and not spec.isolate
+    if pool is not None and pooled:
         outcome = pool.call(
             spec.target,
             task.seed,
@@ -296,6 +296,7 @@ def execute(
         if outcome is not None:
             return outcome
     if spec.kind in ("python", "inspect"):
+        began = time.perf_counter()
         outcome = worker.call(
             spec.target if spec.kind == "python" else _inspect_target(spec),
             task.seed,
@@ -306,8 +307,12 @@ def execute(
         )
         if keep_output and outcome.output is None:
             outcome.output = worker.printed()
-        if pool is not None and pooled and outcome.worker_lost:
-            pool.isolate(spec.target)  # it kills the worker it runs in: it runs alone now
+        if pool is not None and pooled:  # handed back by the pool: the time is this call's
+            if outcome.call_s is None:
+                apart = (outcome.import_s or 0.0) + (outcome.boot_s or 0.0)
+                outcome.call_s = max(0.0, time.perf_counter() - began - apart)
+            if outcome.worker_lost:
+                pool.isolate(spec.target)  # it kills the worker it runs in: it runs alone now
         return outcome
     return run_command(
         spec.target,
