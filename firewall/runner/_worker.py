@@ -7,8 +7,11 @@ worker has booted. Eval code never sees that stream: the worker moves it
 to a private descriptor and points file descriptor 1 at stderr, so whatever an
 eval prints lands in the worker's log and can never be taken for a reply.
 
-``--discover PATH...`` instead imports the files under the paths and prints
-the ``@firewall.eval`` functions it found, as one JSON document.
+``--pool`` serves many ``async def`` trials at once instead, each a task on one
+event loop, with an id on every request and reply (the pool section below says
+how it keeps a trial that blocks the loop from costing the others).
+``--discover PATH...`` imports the files under the paths and prints the
+``@firewall.eval`` functions it found, as one JSON document.
 
 No process a trial starts outlives the trial. On Linux the worker is a child
 subreaper: a process orphaned below it (a double fork, a ``setsid`` child whose
