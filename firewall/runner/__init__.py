@@ -36,7 +36,7 @@ from typing import Protocol
 from firewall.adapters import inspect_eval
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
-from firewall.runner.pool import AsyncPool
+from firewall.runner.pool import Alone, AsyncPool
 from firewall.runner.python import PythonWorker
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
@@ -283,9 +283,9 @@ def execute(
     unless the eval is isolated or the pool hands it back to run alone.
     """
     spec = task.spec
-    pooled = spec.kind == "python" and spec.asynchronous and not spec.isolate
-    if pool is not None and pooled:
-        outcome = pool.call(
+    handed_back: Alone | None = None
+    if pool is not None and spec.kind == "python" and spec.asynchronous and not spec.isolate:
+        pooled = pool.call(
             spec.target,
             task.seed,
             task.index,
@@ -293,8 +293,9 @@ def execute(
             register,
             import_timeout=spec.import_timeout,
         )
-        if outcome is not None:
-            return outcome
+        if isinstance(pooled, Outcome):
+            return pooled
+        handed_back = pooled
     if spec.kind in ("python", "inspect"):
         began = time.perf_counter()
         outcome = worker.call(
@@ -307,12 +308,14 @@ def execute(
         )
         if keep_output and outcome.output is None:
             outcome.output = worker.printed()
-        if pool is not None and pooled:  # handed back by the pool: the time is this call's
+        if pool is not None and handed_back is not None:  # the time is this call's alone
             if outcome.call_s is None:
                 apart = (outcome.import_s or 0.0) + (outcome.boot_s or 0.0)
                 outcome.call_s = max(0.0, time.perf_counter() - began - apart)
             if outcome.worker_lost:
                 pool.isolate(spec.target)  # it kills the worker it runs in: it runs alone now
+            elif handed_back is Alone.TRIAL:
+                worker.kill()  # booted for this one trial: not kept idle for the rest of the run
         return outcome
     return run_command(
         spec.target,

@@ -14,7 +14,7 @@ worker (``python.py``) gets for free:
 - **A worker that dies or stops answering** (a segfault, ``os._exit``, blocking C
   code that holds the interpreter itself, so that not even the watchdog can run)
   loses the trials in flight on it, none of which gave a result. Each of them is
-  run again, alone, in a worker of its own (``None`` from ``call``): the one that
+  run again, alone, in a worker of its own (``Alone.TRIAL`` from ``call``): the one that
   killed the worker does so again and is charged with it, precisely; the others
   give the result they were about to give. That is not a retry: no result of
   theirs was ever seen. A target that kills a worker when alone runs alone from
@@ -27,6 +27,7 @@ worker (``python.py``) gets for free:
 
 from __future__ import annotations
 
+import enum
 import fcntl
 import itertools
 import json
@@ -48,6 +49,13 @@ from firewall.runner.python import GARBLED, MAX_REPLY_BYTES, cpus, worker_comman
 INTERRUPTED = "the run was interrupted"
 SILENT_S = 3.0  # a worker that beats every second and has said nothing for this long is held
 GRACE_S = 2.0  # past a trial's own limits, before the runner steps in
+
+
+class Alone(enum.Enum):
+    """Why a trial the pool was given runs in a worker of its own instead."""
+
+    TARGET = "its target runs alone: not a coroutine function, or it kills its worker"
+    TRIAL = "its worker was lost under it, with no result of its own seen"
 
 
 class _Pending:
@@ -314,11 +322,10 @@ class AsyncPool:
         timeout: float,
         register: Callable[[int | None], None] = lambda pid: None,
         import_timeout: float = 120.0,
-    ) -> Outcome | None:
-        """Run one trial on a pool worker; None when it must run alone instead: its target
-        is not a coroutine function, or kills workers, or its worker was lost under it."""
+    ) -> Outcome | Alone:
+        """Run one trial on a pool worker, or say why it must run alone instead."""
         if target in self._alone:
-            return None
+            return Alone.TARGET
         if self._stopped:
             return Outcome(error=INTERRUPTED)
         worker = self._pick()
@@ -331,11 +338,11 @@ class AsyncPool:
         if self._stopped:
             return Outcome(error=INTERRUPTED)  # not a measurement: the runner drops it
         if pending.lost is not None:
-            return None
+            return Alone.TRIAL
         assert pending.reply is not None
         if pending.reply.get("sync"):
             self._alone.add(target)
-            return None
+            return Alone.TARGET
         return worker.outcome(pending)
 
     def isolate(self, target: str) -> None:

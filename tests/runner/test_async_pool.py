@@ -8,6 +8,7 @@ can count the interpreters that held them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from builders import python_spec, write_module
@@ -15,6 +16,7 @@ from builders import python_spec, write_module
 from firewall.config import LoadedConfig, parse_settings
 from firewall.discovery import discover, is_coroutine
 from firewall.runner import Runner, Task
+from firewall.runner._supervisor import descendants
 from firewall.runner.python import cpus
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
@@ -509,3 +511,55 @@ def test_a_pooled_trial_keeps_as_much_of_its_output_as_a_trial_alone() -> None:
     captured.add("x" * (3 * OUTPUT_TAIL_CHARS))
 
     assert captured.text() == "…" + "x" * OUTPUT_TAIL_CHARS
+
+
+def test_a_worker_booted_to_rerun_a_lost_trial_does_not_stay_for_the_rest_of_the_run(
+    project: Path,
+) -> None:
+    write_module(
+        project,
+        "ev_crash_once",
+        """
+        import asyncio, os
+
+        async def judge(seed, trial):
+            await asyncio.sleep(0.2)
+            if trial == 0:
+                os._exit(3)
+            return 1.0
+
+        async def later(seed):
+            await asyncio.sleep(0.4)
+            return 1.0
+        """,
+    )
+    crashing = async_spec("ev_crash_once:judge", id="crashing", timeout=10)
+    later = async_spec("ev_crash_once:later", id="later", timeout=10)
+    tasks = [Task(crashing, index, SEED + index, 4) for index in range(4)]
+    tasks += [Task(later, index, SEED + index, 12) for index in range(12)]
+    seen: list[tuple[str, int]] = []  # each record as it came, with the workers alive then
+
+    def count_alone(task: Task, record: TrialRecord) -> None:
+        seen.append((task.spec.id, len(one_trial_workers())))
+
+    records = Runner(concurrency=4, cwd=project, progress=count_alone).run(tasks)
+
+    assert [record.error is None for record in records[:4]] == [False, True, True, True]
+    last_rerun = max(i for i, (eval_id, _) in enumerate(seen) if eval_id == "crashing")
+    while_the_run_went_on = [alive for _, alive in seen[last_rerun + 1 : -1]]
+    assert while_the_run_went_on  # later trials finished after the reruns, before the end
+    assert while_the_run_went_on == [0] * len(while_the_run_went_on)
+
+
+def one_trial_workers() -> list[int]:
+    """This test's one-trial-at-a-time worker processes (`--own-log`), alive now."""
+    found = []
+    for pid in descendants(os.getpid()):
+        try:
+            arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if b"--own-log" in arguments and state not in (b"Z", b"X"):
+            found.append(pid)
+    return found
