@@ -332,7 +332,12 @@ class _Pool:
         self.buffer += chunk
         *lines, self.buffer = self.buffer.split(b"\n")
         for line in lines:
-            trial = _Trial(json.loads(line))
+            try:
+                trial = _Trial(json.loads(line))
+            except (ValueError, KeyError, TypeError):
+                # A request that cannot be read cannot be answered: end the worker, so that
+                # the runner sees it go and runs its trials alone, rather than wait on one.
+                os._exit(70)  # EX_SOFTWARE
             self.flight[trial.id] = trial
             trial.task = self.loop.create_task(self.run(trial))
 

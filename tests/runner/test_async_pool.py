@@ -9,6 +9,7 @@ can count the interpreters that held them.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from builders import python_spec, write_module
@@ -17,7 +18,7 @@ from firewall.config import LoadedConfig, parse_settings
 from firewall.discovery import discover, is_coroutine
 from firewall.runner import Runner, Task
 from firewall.runner._supervisor import descendants
-from firewall.runner.python import cpus
+from firewall.runner.python import cpus, worker_command
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 
@@ -563,3 +564,19 @@ def one_trial_workers() -> list[int]:
         if b"--own-log" in arguments and state not in (b"Z", b"X"):
             found.append(pid)
     return found
+
+
+def test_a_pool_worker_given_a_request_it_cannot_read_ends_rather_than_hang(
+    project: Path,
+) -> None:
+    proc = subprocess.run(
+        worker_command("--pool"),
+        cwd=project,
+        input=b'{"not a request"\n',
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+
+    assert proc.returncode == 70  # the runner sees the end of its stream, and runs alone
+    assert proc.stdout.startswith(b'{"ready": true}')
