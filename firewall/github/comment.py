@@ -3,8 +3,11 @@
 What it says is ``report.comment``'s; this module only finds, creates and edits
 it. A pull request's conversation comments are issue comments on its number
 (they work even where issues are disabled). The comment is the one whose first
-line is ``report.comment.MARKER``: a person quoting it starts with ``>`` and is
-never taken for it. Of two (two runs at once each created one) the oldest is
+line is the job's marker (``report.comment.marker``: its workflow, job id and
+shard, so that each job on a pull request keeps a comment of its own); a person
+quoting it starts with ``>`` and is never taken for it. A job that finds no
+comment of its own takes over one with the bare marker, from before comments
+were kept per job. Of two (two runs at once each created one) the oldest is
 edited and the others are deleted.
 
 Like issues it never changes a decision: a read-only token (a fork's pull
@@ -28,7 +31,7 @@ from firewall.github.transport import DEFAULT_TRANSPORT, Transport
 from firewall.policy import Status
 from firewall.report.comment import MARKER, describe, render_comment
 
-__all__ = ["GitHubComment", "Posted", "publish_comment", "summary_url"]
+__all__ = ["GitHubComment", "Posted", "job_of", "publish_comment", "summary_url"]
 
 _REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
@@ -43,14 +46,17 @@ class GitHubComment(Session):
     """The firewall's comment on a pull request, through PyGithub."""
 
     def post(self, number: int, body: str) -> Posted:
-        """Edit the pull request's firewall comment to say ``body``, or create it."""
+        """Edit this job's firewall comment on the pull request to say ``body`` (whose first
+        line is the job's marker), or create it."""
         text = fit(body)
+        mark = text.lstrip().split("\n", 1)[0]
         where = f"pull request #{number}"
         with self.calling(f"find the firewall's comment on {where}"):
             pull = self._call(lambda: self._client.get_repo(self.repository).get_pull(number))
-            ours = self._call(
-                lambda: [c for c in pull.get_issue_comments() if _is_ours(c.body or "")]
-            )
+            comments = self._call(lambda: list(pull.get_issue_comments()))
+        ours = [c for c in comments if _marked(c.body or "", mark)]
+        if not ours and mark != MARKER:  # a comment from before comments were kept per job
+            ours = [c for c in comments if _marked(c.body or "", MARKER)][:1]
         if not ours:
             with self.calling(f"comment on {where}"):
                 made = self._call(lambda: pull.create_issue_comment(text))
@@ -88,7 +94,11 @@ def publish_comment(
         echo(f"would comment on pull request #{pull}, or edit the firewall's comment: {summary}")
         return []
     body = render_comment(
-        artefact, before, default_branch=default_branch, summary_url=summary_url(env)
+        artefact,
+        before,
+        default_branch=default_branch,
+        summary_url=summary_url(env),
+        job=job_of(env, artefact.run.shard),
     )
     try:
         poster = session_from_environment(GitHubComment, env, transport=transport, budget=budget)
@@ -117,5 +127,16 @@ def summary_url(env: Mapping[str, str]) -> str | None:
     return f"{url}/attempts/{attempt}" if attempt.isdigit() else url
 
 
-def _is_ours(body: str) -> bool:
-    return body.lstrip().startswith(MARKER)
+def job_of(env: Mapping[str, str], shard: str | None = None) -> str | None:
+    """Which job a run's comment belongs to: its workflow and job id, and its shard; None
+    outside Actions (or where neither is set)."""
+    parts = [env.get(name, "").strip() for name in ("GITHUB_WORKFLOW", "GITHUB_JOB")]
+    named = " / ".join(part for part in parts if part)
+    if not named:
+        return None
+    return f"{named} (shard {shard})" if shard else named
+
+
+def _marked(body: str, mark: str) -> bool:
+    """Whether a comment opens with exactly this marker line (a quote opens with ``>``)."""
+    return body.lstrip().split("\n", 1)[0].rstrip() == mark

@@ -35,7 +35,8 @@ from firewall.store.history import HistoryRow
 from firewall.text import printable
 
 MARKER = "<!-- firewall:pull-request-comment -->"
-"""The comment's first line, by which the next run finds it again."""
+"""The first line of the comment of a job that does not say which it is (outside Actions,
+or before comments were kept per job); ``marker`` gives a job's own."""
 
 MAX_COMMENT = 65_536
 """Characters GitHub keeps in a comment; a longer one is refused with a 422."""
@@ -116,11 +117,13 @@ def render_comment(
     summary_url: str | None = None,
     limit: int = MAX_COMMENT,
     shown: int = SHOWN,
+    job: str | None = None,
 ) -> str:
-    """The comment's Markdown, at most ``limit`` characters, ``MARKER`` its first line.
+    """The comment's Markdown, at most ``limit`` characters, ``marker(job)`` its first line.
 
     ``before``: the default branch's latest status of each eval (``baseline``);
-    ``summary_url``: the workflow run's page, where the job summary is.
+    ``summary_url``: the workflow run's page, where the job summary is; ``job``: which
+    job's comment this is (``github.comment.job_of``), named in its title.
     """
     changes = compare(artefact, before)
     branch = code(default_branch) if default_branch else "the default branch"
@@ -130,7 +133,7 @@ def render_comment(
         ("Fixed", [_fixed(c, branch) for c in changes.fixed]),
     ]
     kept = [min(len(items), shown) for _, items in sections]
-    head = _head(artefact, changes, branch, default_branch is not None)
+    head = _head(artefact, changes, branch, default_branch is not None, job)
     foot = _foot(artefact, summary_url)
     text = _assemble(head, sections, kept, foot)
     while len(text) > limit and any(kept):  # the last list gives way first
@@ -152,6 +155,23 @@ def describe(artefact: Artefact, before: Mapping[str, Status], default_branch: s
     )
 
 
+def marker(job: str | None = None) -> str:
+    """The comment's first line, by which the next run of the same job finds it again.
+
+    One comment per job (its workflow, its job id, its shard), so that two jobs on one
+    pull request keep a comment each instead of editing one in turns. The job's name
+    keeps only characters that cannot end the HTML comment it sits in.
+    """
+    if not job:
+        return MARKER
+    name = re.sub(r"-{2,}", "-", _UNSAFE_IN_MARKER.sub("_", job))[:JOB_CHARS]
+    return f"<!-- firewall:pull-request-comment job={name} -->"
+
+
+_UNSAFE_IN_MARKER = re.compile(r"[^A-Za-z0-9 _./()-]")
+JOB_CHARS = 120
+
+
 def code(text: str, limit: int = REASON_CHARS) -> str:
     """Text as one inline code span that no backtick inside it can end, and in which
     nobody is mentioned and no marker begins."""
@@ -164,10 +184,13 @@ def code(text: str, limit: int = REASON_CHARS) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def _head(artefact: Artefact, changes: Changes, branch: str, known: bool) -> str:
+def _head(artefact: Artefact, changes: Changes, branch: str, known: bool, job: str | None) -> str:
     result = artefact.summary.result
     title = result.upper() + ("" if artefact.run.complete else " (interrupted)")
-    lines = [MARKER, f"## {ICONS[result]} Flakiness Firewall: {title}", "", counts(artefact), ""]
+    if job:
+        title += f" · {code(job, JOB_CHARS)}"
+    heading = f"## {ICONS[result]} Flakiness Firewall: {title}"
+    lines = [marker(job), heading, "", counts(artefact), ""]
     if not known:
         lines.append(
             "The default branch is not known here, so every eval counts as new: nothing is "

@@ -22,9 +22,9 @@ from issue_builders import FAST
 from firewall.artefact import Artefact
 from firewall.cli import main
 from firewall.github.budget import Budget
-from firewall.github.comment import GitHubComment, publish_comment, summary_url
+from firewall.github.comment import GitHubComment, job_of, publish_comment, summary_url
 from firewall.policy import Status
-from firewall.report.comment import MARKER, MAX_COMMENT, baseline, render_comment
+from firewall.report.comment import MARKER, MAX_COMMENT, baseline, marker, render_comment
 from firewall.store.history import HistoryRow
 from firewall.timeutil import now, to_text
 
@@ -318,6 +318,69 @@ def test_the_comment_is_found_among_many_pages_of_comments(hub: GitHubStandIn) -
     assert "`broke` FAIL" in hub.comments_on(number)[-1]
     pages = hub.calls("GET", rf"/issues/{number}/comments$")
     assert [call.query.get("page", ["1"])[0] for call in pages] == ["1", "2"]
+
+
+def post_as(hub: GitHubStandIn, number: int, workflow: str, job: str, run: Artefact) -> None:
+    env = {**env_of(hub), "GITHUB_WORKFLOW": workflow, "GITHUB_JOB": job}
+    warnings = publish_comment(
+        run,
+        pull=number,
+        before=MAIN,
+        default_branch="main",
+        env=env,
+        dry_run=False,
+        echo=[].append,
+        transport=FAST,
+    )
+    assert warnings == []
+
+
+def test_two_jobs_on_one_pull_request_keep_a_comment_each(hub: GitHubStandIn) -> None:
+    number = pull_request(hub)
+    failing = changed_run()
+    passing = make_artefact(make_report("steady", Status.PASS))
+
+    post_as(hub, number, "evals", "firewall", failing)
+    post_as(hub, number, "evals", "inspect-tasks", passing)
+    post_as(hub, number, "evals", "firewall", failing)  # each run edits its own job's only
+    post_as(hub, number, "evals", "inspect-tasks", passing)
+
+    first, second = hub.comments_on(number)
+    assert first.splitlines()[0] == "<!-- firewall:pull-request-comment job=evals / firewall -->"
+    assert "## ❌ Flakiness Firewall: FAIL · `evals / firewall`" in first
+    assert second.splitlines()[0] == marker("evals / inspect-tasks")
+    assert "## ✅ Flakiness Firewall: PASS · `evals / inspect-tasks`" in second
+    assert len(hub.calls("POST", r"/comments$")) == 2
+    assert hub.calls("PATCH") == []  # the same text again is not written again
+
+
+def test_a_job_takes_over_the_comment_of_a_run_from_before_comments_were_per_job(
+    hub: GitHubStandIn,
+) -> None:
+    number = pull_request(hub)
+    hub.add_comment(number, f"{MARKER}\nan older release's", author="github-actions[bot]")
+
+    post_as(hub, number, "evals", "firewall", changed_run())
+
+    [body] = hub.comments_on(number)
+    assert body.splitlines()[0] == marker("evals / firewall")
+    assert hub.calls("POST", r"/comments$") == []
+
+
+def test_a_jobs_name_cannot_end_the_marker_or_forge_another() -> None:
+    forged = marker("evil --> <!-- firewall:pull-request-comment --> @team")
+
+    assert forged.startswith("<!-- firewall:pull-request-comment job=evil ")
+    assert forged.count("-->") == 1 and forged.endswith(" -->")
+    assert "<!--" not in forged.removeprefix("<!--") and "@" not in forged
+
+
+def test_the_job_is_the_workflow_and_job_id_and_the_shard() -> None:
+    env = {"GITHUB_WORKFLOW": "evals", "GITHUB_JOB": "firewall"}
+
+    assert job_of(env) == "evals / firewall"
+    assert job_of(env, "2/4") == "evals / firewall (shard 2/4)"
+    assert job_of({}) is None  # outside Actions: the bare marker
 
 
 def test_a_repository_with_issues_disabled_still_takes_the_comment() -> None:
