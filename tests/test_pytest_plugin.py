@@ -475,3 +475,29 @@ def test_a_quarantine_reason_can_never_be_read_as_a_workflow_command(
     output = result.stdout.str()
     assert "forged" in output and "issue #7" in output
     assert actions_parser.commands(output) == []
+
+
+def test_a_test_quarantined_by_hand_under_its_node_id_is_honoured(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_suite="def test_flaky():\n    assert False\n")
+    pytester.makefile(".toml", firewall="k = 3\n")
+
+    added = invoke_split(
+        "quarantine",
+        "add",
+        "test_suite.py::test_flaky",
+        "--reason",
+        "times out on CI",
+        "--no-issues",
+    )
+    released_typo = invoke_split("quarantine", "release", "test_suite.py::test_flak")
+
+    assert added.exit_code == 0, added.output
+    assert "quarantined test_suite.py::test_flaky as test_suite.py/test_flaky" in added.stdout
+    assert released_typo.exit_code == 2 and "did you mean 'test_suite.py/test_flaky'" in (
+        released_typo.output
+    )
+    result = pytester.runpytest("--firewall")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*test_suite.py::test_flaky failed, not counted*times out on CI*"])

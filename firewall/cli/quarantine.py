@@ -26,11 +26,16 @@ def quarantine() -> None:
 def add(
     eval_id: str, reason: str, owner: str | None, no_issues: bool, config_path: Path | None
 ) -> None:
-    """Quarantine EVAL_ID: runs skip it until it is released."""
+    """Quarantine EVAL_ID: runs skip it until it is released.
+
+    EVAL_ID is an eval the config defines, a case of a suite it defines
+    (SUITE/case), or a pytest test by its node id (tests/test_pay.py::test_refund),
+    which `pytest --firewall` then honours.
+    """
     ctx = context.load(config_path)
     entry = manual.add(ctx, eval_id, reason=reason, owner=owner, issues=not no_issues)
     review = f" (review by {entry.review_by:%Y-%m-%d})" if entry.review_by else ""
-    output.echo(f"quarantined {eval_id} in {ctx.settings.registry}{review}")
+    output.echo(f"quarantined {_named(eval_id)} in {ctx.settings.registry}{review}")
 
 
 @quarantine.command()
@@ -42,7 +47,7 @@ def release(eval_id: str, reason: str | None, no_issues: bool, config_path: Path
     """Release EVAL_ID from quarantine: the next run gates it again; its issue is closed."""
     ctx = context.load(config_path, with_evals=False)
     manual.release(ctx, eval_id, reason=reason, issues=not no_issues)
-    output.echo(f"released {eval_id}" + (f": {reason}" if reason else ""))
+    output.echo(f"released {_named(eval_id)}" + (f": {reason}" if reason else ""))
 
 
 @quarantine.command(name="list")
@@ -75,3 +80,9 @@ def list_entries(config_path: Path | None) -> None:
         )
     for line in columns(rows, ragged_last=True):
         output.echo(line)
+
+
+def _named(typed: str) -> str:
+    """What was typed, and the registry's key for it when that differs (a node id)."""
+    key = manual.registry_id(typed)
+    return typed if key == typed else f"{typed} as {key}"

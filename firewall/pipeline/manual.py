@@ -11,13 +11,23 @@ from firewall.errors import UsageError
 from firewall.lifecycle import Entry
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
+from firewall.testids import from_nodeid
 
 
 def add(ctx: Context, eval_id: str, *, reason: str, owner: str | None, issues: bool) -> Entry:
-    """Quarantine a defined eval by hand; its issue is opened (or commented on)."""
+    """Quarantine an eval by hand; its issue is opened (or commented on).
+
+    The eval is one the config defines, a case of a suite it defines (``SUITE/case``),
+    or a pytest test named by its node id (``tests/test_pay.py::test_refund``), which
+    the pytest plugin then honours: the registry keeps it under its eval id.
+    """
+    typed, eval_id = eval_id, registry_id(eval_id)
     spec = next((s for s in ctx.specs if s.id == eval_id), None)
-    if spec is None:
-        raise UsageError(unknown_eval_message(eval_id, [s.id for s in ctx.specs]))
+    if spec is None and "::" not in typed and not _suite_case(ctx, eval_id):
+        raise UsageError(
+            unknown_eval_message(eval_id, [s.id for s in ctx.specs])
+            + "; a pytest test is named by its node id, e.g. tests/test_pay.py::test_refund"
+        )
     if owner:  # "" is no owner given, as from `--owner "$OWNER"` with OWNER unset
         try:
             owner = parse_owner(owner)
@@ -36,14 +46,16 @@ def add(ctx: Context, eval_id: str, *, reason: str, owner: str | None, issues: b
             reason=reason,
             git_sha=ctx.git.sha,
             review_by=at + dt.timedelta(days=ctx.settings.nightly.review_days),
-            owner=owner or spec.owner,
+            owner=owner or (spec.owner if spec is not None else None),
         )
     effects.publish_add(ctx, eval_id, issues=issues)
     return entry
 
 
 def release(ctx: Context, eval_id: str, *, reason: str | None, issues: bool) -> Entry:
-    """Release an eval by hand; its issue is commented on and closed."""
+    """Release an eval by hand (a pytest test by its node id too); its issue is commented
+    on and closed."""
+    eval_id = registry_id(eval_id)
     with ctx.edit_registry() as entries:
         if eval_id not in entries:
             if not entries:
@@ -56,3 +68,25 @@ def release(ctx: Context, eval_id: str, *, reason: str | None, issues: bool) -> 
         released = entries.pop(eval_id)
     effects.publish_release(ctx, eval_id, released, reason, issues=issues)
     return released
+
+
+def registry_id(name: str) -> str:
+    """The registry's key for what a person typed: a pytest node id becomes its eval id."""
+    if "::" not in name:
+        return name
+    try:
+        return from_nodeid(name)
+    except ValueError as exc:
+        raise UsageError(f"{name!r} is not a pytest node id: {exc}") from None
+
+
+def _suite_case(ctx: Context, eval_id: str) -> bool:
+    """Whether an id the config does not define is a case of a suite it does
+    (``SUITE/case``; a suite's id may hold ``/`` too)."""
+    suites = {spec.id for spec in ctx.specs if spec.result == "junit"}
+    suite, _, case = eval_id.rpartition("/")
+    while suite:
+        if suite in suites and case:
+            return True
+        suite, _, _ = suite.rpartition("/")
+    return False

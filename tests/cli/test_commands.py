@@ -205,6 +205,22 @@ def test_run_shard_decides_only_that_shards_evals(project: Path) -> None:
 # --- the registry commands ---------------------------------------------------------------
 
 
+def test_quarantine_add_takes_a_suites_case_and_refuses_what_is_nothing(project: Path) -> None:
+    (project / "firewall.toml").write_text(
+        '[[evals]]\nid = "ui"\ncommand = "true"\nresult = "junit"\n'
+        '[[evals]]\nid = "steady"\ncommand = "echo 0.9"\n'
+    )
+
+    case = invoke("quarantine", "add", "ui/test_login", "--reason", "x", "--no-issues")
+    nothing = invoke("quarantine", "add", "stedy", "--reason", "x", "--no-issues")
+
+    assert case.exit_code == 0, case.output
+    assert "ui/test_login" in json.loads((project / "quarantine.json").read_text())["evals"]
+    assert nothing.exit_code == 2
+    assert "no eval with id 'stedy'; did you mean 'steady'?" in nothing.output
+    assert "a pytest test is named by its node id" in nothing.output
+
+
 def test_quarantine_add_then_list_status_and_run_see_the_entry(project: Path) -> None:
     write_config(project, {"steady": STEADY, "other": STEADY})
     added = invoke("quarantine", "add", "steady", "--reason", "vendor outage", "--owner", "@bob")
