@@ -491,19 +491,20 @@ def test_no_process_an_async_trial_starts_outlives_the_run(project: Path) -> Non
     assert running(marker) == []
 
 
-def running(argument: str) -> list[int]:
-    """The pids of live processes (not zombies) with ``argument`` on their command line."""
+def running(argument: str, among: list[int] | None = None) -> list[int]:
+    """The pids of live processes (not zombies) with ``argument`` on their command line,
+    of all of them or of ``among``."""
+    if among is None:
+        among = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in among:
         try:
-            arguments = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_bytes().rpartition(b")")[2].split()[0]
+            arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
         except (OSError, IndexError):
             continue
         if argument.encode() in arguments and state not in (b"Z", b"X"):
-            found.append(int(entry.name))
+            found.append(pid)
     return found
 
 
@@ -580,16 +581,7 @@ def test_a_worker_booted_to_rerun_a_lost_trial_does_not_stay_for_the_rest_of_the
 
 def one_trial_workers() -> list[int]:
     """This test's one-trial-at-a-time worker processes (`--own-log`), alive now."""
-    found = []
-    for pid in descendants(os.getpid()):
-        try:
-            arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if b"--own-log" in arguments and state not in (b"Z", b"X"):
-            found.append(pid)
-    return found
+    return running("--own-log", among=descendants(os.getpid()))
 
 
 def test_a_pool_worker_given_a_request_it_cannot_read_ends_rather_than_hang(
