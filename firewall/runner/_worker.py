@@ -274,13 +274,12 @@ def serve_pool() -> None:
     import contextvars
     import threading
 
-    log = os.dup(2)  # private: an eval that moves fd 2 cannot redirect it
     requests, replies = _private_streams()
     current: contextvars.ContextVar[_Trial | None] = contextvars.ContextVar("trial")
     sys.stdout = sys.stderr = _Tee(sys.stderr, current)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    pool = _Pool(loop, replies, current, log)
+    pool = _Pool(loop, replies, current)
     signal.signal(_BLAME, pool.on_signal)
     threading.Thread(target=pool.watch, name="firewall-watchdog", daemon=True).start()
     loop.add_reader(requests, pool.on_readable, requests)
@@ -294,14 +293,11 @@ def serve_pool() -> None:
 
 
 class _Pool:
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, replies: int, current: Any, log: int
-    ) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, replies: int, current: Any) -> None:
         import contextvars
         import threading
 
         self.loop = loop
-        self.log = log  # the worker's stderr, emptied whenever no trial is in flight
         self.current = current
         self.replies = replies
         self.writing = threading.Lock()  # the loop and the watchdog both write replies
@@ -399,13 +395,8 @@ class _Pool:
         except (TypeError, ValueError) as exc:
             text = json.dumps({"id": trial.id, "error": f"result is not JSON-serialisable: {exc}"})
         self.send_text(text)
-        if not self.flight:  # between trials: what they started ends, and so does their log
-            if self.adopting:
-                end_processes(self.modules)
-            try:
-                os.ftruncate(self.log, 0)
-            except OSError:
-                pass
+        if not self.flight and self.adopting:
+            end_processes(self.modules)  # between trials: what they started ends
 
     def overdue(self, trial: _Trial) -> str:
         """Why a trial that is past its deadline failed."""

@@ -20,7 +20,8 @@ worker (``python.py``) gets for free:
   theirs was ever seen. A target that kills a worker when alone runs alone from
   then on (``isolate``).
 - **What a trial printed** through ``print`` or ``sys.stderr`` is kept per trial;
-  what C code or a child process writes to descriptor 2 goes to the worker's log.
+  what C code or a child process writes to descriptor 2 is no one trial's, and is
+  dropped (a trial run again alone keeps its own).
 - **Processes a trial starts** end when no trial is in flight on its worker, and
   with the worker at the end of the run.
 """
@@ -28,14 +29,12 @@ worker (``python.py``) gets for free:
 from __future__ import annotations
 
 import enum
-import fcntl
 import itertools
 import json
 import os
 import select
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -43,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from firewall.runner._supervisor import descendants, kill_all
-from firewall.runner.outcome import Outcome, signal_name, tail
-from firewall.runner.python import GARBLED, MAX_REPLY_BYTES, cpus, worker_command
+from firewall.runner.outcome import Outcome
+from firewall.runner.python import MAX_REPLY_BYTES, cpus, worker_command
 
 INTERRUPTED = "the run was interrupted"
 SILENT_S = 3.0  # a worker that beats every second and has said nothing for this long is held
@@ -87,7 +86,7 @@ class _Pending:
         self.reply: dict[str, Any] | None = None
         self.imported: float | None = None
         self.boot_s: float | None = None  # the worker's boot, carried by its first trial
-        self.lost: str | None = None
+        self.lost = False  # its worker went before it answered
 
     def resolve(self) -> None:
         self.done.release()
@@ -108,11 +107,6 @@ class _PoolWorker:
         self._pending: dict[int, _Pending] = {}
         self._loaded: dict[str, float] = {}  # target -> when the worker had imported it
         self._ids = itertools.count()
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
-        # O_APPEND, since the worker empties it between trials: else its next writes land at
-        # the old offset, behind a run of NUL bytes.
-        fd = self._log.fileno()
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
         self._started = time.monotonic()
         self._heard = self._started
         self._boot_s: float | None = None  # until the first trial's outcome carries it
@@ -123,7 +117,10 @@ class _PoolWorker:
             cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self._log,
+            # What a trial prints through Python is kept per trial by the worker; what
+            # C code writes to descriptor 2 is no one trial's, and a lost trial's rerun
+            # alone keeps its own stderr.
+            stderr=subprocess.DEVNULL,
             env=env,
             start_new_session=True,
         )
@@ -156,7 +153,7 @@ class _PoolWorker:
             if not self.alive or len(data) > select.PIPE_BUF:
                 # A pipe writes at most PIPE_BUF bytes whole; a longer request (a target
                 # name of kilobytes) could interleave with another slot's, so it runs alone.
-                pending.lost = "its worker had died" if not self.alive else "request too long"
+                pending.lost = True
                 pending.resolve()
                 return pending
             self._pending[ident] = pending
@@ -186,35 +183,30 @@ class _PoolWorker:
         return outcome
 
     def _read(self) -> None:
+        """Dispatch replies until the worker ends, stops answering, or sends what is no
+        reply (garbled, or over 16 MiB); then every trial in flight on it is lost. Why is
+        not kept: each lost trial runs again alone, and that run says it precisely."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         buffer = bytearray()
-        why = "its worker process ended"
         while True:
             ready, _, _ = select.select([fd], [], [], 0.5)
             if not ready:
                 if self._held():
-                    why = "its worker stopped answering (held by blocking code)"
                     break
                 continue
             chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                why = self._ended()
+            if not chunk or len(buffer) + len(chunk) > MAX_REPLY_BYTES:
                 break
-            buffer += chunk
-            if len(buffer) > MAX_REPLY_BYTES:
-                why = "its worker sent a reply larger than 16 MiB"
-                break
-            *lines, rest = bytes(buffer).split(b"\n")
+            *lines, rest = bytes(buffer + chunk).split(b"\n")
             buffer = bytearray(rest)
             self._heard = time.monotonic()
             try:
                 for line in lines:
                     self._dispatch(json.loads(line))
             except (ValueError, KeyError, TypeError):
-                why = GARBLED
                 break
-        self._lose_all(why)
+        self._lose_all()
 
     def _dispatch(self, reply: dict[str, Any]) -> None:
         if "beat" in reply:
@@ -255,22 +247,13 @@ class _PoolWorker:
             return max(pending.sent, self._ready) + pending.import_timeout + limit
         return max(pending.sent, loaded) + limit
 
-    def _ended(self) -> str:
-        status = self.proc.wait()
-        self._log.seek(0)
-        stderr = tail(self._log.read())
-        how = f"exited with status {status}"
-        if status < 0:
-            how = f"was killed by {signal_name(-status)}"
-        return f"its worker process {how}{stderr}"
-
-    def _lose_all(self, why: str) -> None:
+    def _lose_all(self) -> None:
         self.kill()
         with self._lock:
             self.alive = False
             lost, self._pending = list(self._pending.values()), {}
         for pending in lost:
-            pending.lost = why
+            pending.lost = True
             pending.resolve()
 
     def kill(self) -> None:
@@ -293,7 +276,6 @@ class _PoolWorker:
                     stream.close()
                 except OSError:
                     pass
-        self._log.close()
 
 
 class AsyncPool:
@@ -337,7 +319,7 @@ class AsyncPool:
             register(None)
         if self._stopped:
             return Outcome(error=INTERRUPTED)  # not a measurement: the runner drops it
-        if pending.lost is not None:
+        if pending.lost:
             return Alone.TRIAL
         assert pending.reply is not None
         if pending.reply.get("sync"):

@@ -165,7 +165,7 @@ def test_a_stall_is_charged_to_its_culprit_and_taken_off_the_trials_that_waited(
     from firewall.runner import _worker
 
     loop = asyncio.new_event_loop()
-    pool = _worker._Pool(loop, replies=-1, current=None, log=-1)
+    pool = _worker._Pool(loop, replies=-1, current=None)
     culprit, waiting, unstarted = (_worker._Trial({"id": n, "timeout": 1.0}) for n in range(3))
     now = time.monotonic()
     for trial in (culprit, waiting):
