@@ -38,6 +38,9 @@ MARKER = "<!-- firewall:pull-request-comment -->"
 """The first line of the comment of a job that does not say which it is (outside Actions,
 or before comments were kept per job); ``marker`` gives a job's own."""
 
+JOB_CHARS = 120  # of a job's name, in its marker and its title
+_UNSAFE_IN_MARKER = re.compile(r"[^A-Za-z0-9 _./()-]")  # nothing that can end an HTML comment
+
 MAX_COMMENT = 65_536
 """Characters GitHub keeps in a comment; a longer one is refused with a 422."""
 
@@ -166,10 +169,6 @@ def marker(job: str | None = None) -> str:
         return MARKER
     name = re.sub(r"-{2,}", "-", _UNSAFE_IN_MARKER.sub("_", job))[:JOB_CHARS]
     return f"<!-- firewall:pull-request-comment job={name} -->"
-
-
-_UNSAFE_IN_MARKER = re.compile(r"[^A-Za-z0-9 _./()-]")
-JOB_CHARS = 120
 
 
 def code(text: str, limit: int = REASON_CHARS) -> str:
