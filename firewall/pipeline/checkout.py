@@ -4,12 +4,22 @@ Which runs write the shared history follows from it: only CI runs on the default
 branch, so that the trend is the default branch's and rows of unmerged pull
 requests never pollute it. Each CI system says so in its own variables; git
 itself answers where none does.
+
+The default branch must be known on every event, and a job's checkout does not
+know it: `actions/checkout` fetches one refspec and sets no
+``refs/remotes/origin/HEAD``, and a ``schedule`` run's payload is only
+``{"schedule": CRON}``, with no ``repository``. So the answer is sought, in
+order: the event's ``repository.default_branch``; for ``schedule``, the ref
+itself (GitHub runs scheduled workflows on the default branch only); the
+clone's ``origin/HEAD``; the remote, asked (``git ls-remote --symref REMOTE
+HEAD``). A checkout that still cannot tell keeps the reason, for the run to say.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import subprocess
 from collections.abc import Mapping
@@ -32,6 +42,9 @@ class Checkout:
     branch: str | None  # the branch under test; for a pull request, its head branch
     pull_request: int | None  # the pull (merge) request's number, or None
     default_branch: str | None
+    # How the default branch was learnt, or (when it was not) why not: said by a run that
+    # needed it, with the fix.
+    default_source: str = ""
 
     @property
     def on_default_branch(self) -> bool:
@@ -53,19 +66,24 @@ class Checkout:
             return cls._github(cwd, env, remote, ci=ci)
         if env.get("GITLAB_CI"):
             request = env.get("CI_MERGE_REQUEST_IID")
+            named = env.get("CI_DEFAULT_BRANCH")
+            default, source = (named, "CI_DEFAULT_BRANCH") if named else remote_default(cwd, remote)
             return cls(
                 ci=ci,
                 branch=env.get("CI_COMMIT_BRANCH")
                 or env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME"),
                 pull_request=int(request) if request and request.isdigit() else None,
-                default_branch=env.get("CI_DEFAULT_BRANCH") or _remote_default(cwd, remote),
+                default_branch=default,
+                default_source=source,
             )
         change = env.get("CHANGE_ID")  # Jenkins multibranch pipelines
+        default, source = remote_default(cwd, remote)
         return cls(
             ci=ci,
             branch=env.get("BRANCH_NAME") if env.get("JENKINS_URL") else _current_branch(cwd),
             pull_request=int(change) if change and change.isdigit() else None,
-            default_branch=_remote_default(cwd, remote),
+            default_branch=default,
+            default_source=source,
         )
 
     @classmethod
@@ -85,12 +103,19 @@ class Checkout:
             ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
         )
         repository = event.get("repository")
-        default = repository.get("default_branch") if isinstance(repository, dict) else None
+        named = repository.get("default_branch") if isinstance(repository, dict) else None
+        if isinstance(named, str) and named:
+            default, source = named, "the event's repository.default_branch"
+        elif env.get("GITHUB_EVENT_NAME") == "schedule" and branch:
+            default, source = branch, "GITHUB_REF of a schedule run, always the default branch"
+        else:
+            default, source = remote_default(cwd, remote)
         return cls(
             ci=ci,
             branch=branch,
             pull_request=pull_request,
-            default_branch=default if isinstance(default, str) else _remote_default(cwd, remote),
+            default_branch=default,
+            default_source=source,
         )
 
 
@@ -110,18 +135,37 @@ def _current_branch(cwd: Path) -> str | None:
     return _git(cwd, "symbolic-ref", "--quiet", "--short", "HEAD")
 
 
-def _remote_default(cwd: Path, remote: str) -> str | None:
-    """The remote's default branch as the clone recorded it (refs/remotes/REMOTE/HEAD)."""
+def remote_default(cwd: Path, remote: str) -> tuple[str | None, str]:
+    """The remote's default branch and how it was learnt, or None and why not.
+
+    A full clone recorded it (``refs/remotes/REMOTE/HEAD``); a CI checkout did not,
+    so the remote is asked, which costs one round trip and only where needed.
+    """
     if not remote:
-        return None
+        return None, "no git remote is set in [state] remote, to ask for its default branch"
     head = _git(cwd, "symbolic-ref", "--quiet", "--short", f"refs/remotes/{remote}/HEAD")
-    return head.removeprefix(f"{remote}/") if head else None
+    if head:
+        return head.removeprefix(f"{remote}/"), f"refs/remotes/{remote}/HEAD"
+    answer = _git(cwd, "ls-remote", "--symref", remote, "HEAD")
+    for line in (answer or "").splitlines():
+        pointer, _, name = line.partition("\t")
+        if name == "HEAD" and pointer.startswith("ref: refs/heads/"):
+            return pointer.removeprefix("ref: refs/heads/"), f"git ls-remote --symref {remote} HEAD"
+    return None, (
+        f"the checkout has no refs/remotes/{remote}/HEAD and `git ls-remote --symref {remote} "
+        "HEAD` did not answer (no remote, or no credentials for it)"
+    )
 
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
         proc = subprocess.run(
-            ["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=10, check=False
+            ["git", "-C", str(cwd), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

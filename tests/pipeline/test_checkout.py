@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from gitrepos import GIT_ENV, fresh_clone, make_origin
+from actions import checkout as actions_checkout
+from actions import job_env, open_pull_request, schedule_payload, tip
+from gitrepos import GIT_ENV, fresh_clone, git, make_origin
 
 from firewall.pipeline.checkout import Checkout
 
@@ -90,3 +92,73 @@ def test_jenkins_change_requests_never_write(tmp_path: Path) -> None:
     env = {"JENKINS_URL": "http://127.0.0.1:8080/", "BRANCH_NAME": "PR-5", "CHANGE_ID": "5"}
     checkout = Checkout.find(tmp_path, env, "origin")
     assert checkout.ci and checkout.pull_request == 5 and not checkout.writes_shared_state
+
+
+@pytest.mark.parametrize("default", ["main", "trunk"])
+@pytest.mark.parametrize("event_name", ["schedule", "workflow_run", "repository_dispatch"])
+def test_the_default_branch_is_known_on_a_checkout_as_actions_makes_it(
+    tmp_path: Path, default: str, event_name: str
+) -> None:
+    """No origin/HEAD in the checkout; a schedule payload without `repository`; events whose
+    payload names no default branch: the ref (schedule) or the remote itself answers."""
+    origin = make_origin(tmp_path, {"a.txt": "a"}, branch=default)
+    sha = tip(origin, default)
+    workspace = actions_checkout(origin, tmp_path / "job", ref=f"refs/heads/{default}", sha=sha)
+    payload = schedule_payload() if event_name == "schedule" else {"action": "completed"}
+    env = job_env(
+        workspace,
+        event_name=event_name,
+        payload=payload,
+        ref=f"refs/heads/{default}",
+        sha=sha,
+        repository="acme/app",
+    )
+    found = Checkout.find(workspace, env, "origin")
+    assert found.default_branch == default and found.on_default_branch
+    assert found.writes_shared_state
+
+
+def test_a_pull_request_on_its_detached_merge_commit_knows_the_default_branch(
+    tmp_path: Path,
+) -> None:
+    origin = make_origin(tmp_path, {"a.txt": "a"}, branch="trunk")
+    seed = tmp_path / "seed"
+    git(seed, "checkout", "--quiet", "-b", "feature")
+    (seed / "b.txt").write_text("b")
+    git(seed, "add", "b.txt")
+    git(seed, "commit", "--quiet", "-m", "b")
+    git(seed, "push", "--quiet", "origin", "feature")
+    merge = open_pull_request(origin, tmp_path, number=4, base="trunk", head="feature")
+    workspace = actions_checkout(origin, tmp_path / "job", ref="refs/pull/4/merge", sha=merge)
+    env = job_env(
+        workspace,
+        event_name="pull_request",
+        payload={"number": 4, "pull_request": {"number": 4}},  # a payload cut short
+        ref="refs/pull/4/merge",
+        sha=merge,
+        repository="acme/app",
+        head_ref="feature",
+        base_ref="trunk",
+    )
+    found = Checkout.find(workspace, env, "origin")
+    assert (found.pull_request, found.default_branch) == (4, "trunk")
+    assert not found.writes_shared_state
+
+
+def test_a_checkout_that_cannot_tell_its_default_branch_says_why(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"a.txt": "a"})
+    workspace = actions_checkout(
+        origin, tmp_path / "job", ref="refs/heads/main", sha=tip(origin, "main")
+    )
+    git(workspace, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    env = job_env(
+        workspace,
+        event_name="workflow_run",
+        payload={},
+        ref="refs/heads/main",
+        sha=tip(origin, "main"),
+        repository="acme/app",
+    )
+    found = Checkout.find(workspace, env, "origin")
+    assert found.default_branch is None and not found.writes_shared_state
+    assert "ls-remote" in found.default_source
