@@ -69,6 +69,28 @@ class Progress(BaseModel):
 PROGRESS_FIELDS = tuple(Progress.model_fields)
 
 
+class ProbeNumbers(BaseModel):
+    """What one probe of an eval found, as an issue's marker and the state branch record it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)  # a newer firewall may add keys
+
+    sha: str | None = None
+    ref: str | None = None  # e.g. refs/pull/12/merge, refs/heads/main
+    median: float | None = None
+    iqr: float | None = None
+    k: int
+    reason: str = ""
+    at: Timestamp
+
+
+class Candidate(ProbeNumbers):
+    """An instability found on a pull request: not yet a quarantine. Recorded on the state
+    branch (``candidates.json``) and on the eval's issue where there is one, for the nightly
+    to confirm or dismiss on the default branch."""
+
+    pr: int | None = None
+
+
 def progress_of(entry: Entry) -> Progress:
     return Progress(**{field: getattr(entry, field) for field in PROGRESS_FIELDS})
 

@@ -25,9 +25,9 @@ from firewall.diagnostics import (
     describe_hint,
     format_check,
 )
-from firewall.github.issues import Candidate, Change, IssueContext, ProbeNumbers
+from firewall.github.issues import Change, IssueContext
 from firewall.github.markers import Closing, closing_marker, json_marker
-from firewall.lifecycle import Event
+from firewall.lifecycle import Candidate, Event, ProbeNumbers
 from firewall.text import fmt
 from firewall.timeutil import to_text
 

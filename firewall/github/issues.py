@@ -47,7 +47,9 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from firewall.artefact import EvalReport
+from firewall.lifecycle import Candidate as Candidate  # its home is the core: re-exported
 from firewall.lifecycle import Entry, Event
+from firewall.lifecycle import ProbeNumbers as ProbeNumbers
 from firewall.timeutil import Timestamp, to_text
 
 DEFAULT_LABEL = "flaky-eval"
@@ -65,26 +67,6 @@ class IssueContext:
     replay: str  # e.g. "firewall replay triage-tone --seed 1234"
     trend: str = ""  # sparkline of recent medians
     release_after: int | None = None  # stable nightly probes needed, for the status block
-
-
-class ProbeNumbers(BaseModel):
-    """What one probe of an eval found, as an issue records it in a marker."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)  # a newer firewall may add keys
-
-    sha: str | None = None
-    ref: str | None = None  # e.g. refs/pull/12/merge, refs/heads/main
-    median: float | None = None
-    iqr: float | None = None
-    k: int
-    reason: str = ""
-    at: Timestamp
-
-
-class Candidate(ProbeNumbers):
-    """An instability found on a pull request: not yet a quarantine, recorded on the issue."""
-
-    pr: int | None = None
 
 
 class NotPlanned(BaseModel):

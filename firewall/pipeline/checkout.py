@@ -104,6 +104,7 @@ class Checkout:
         )
         repository = event.get("repository")
         named = repository.get("default_branch") if isinstance(repository, dict) else None
+        default: str | None
         if isinstance(named, str) and named:
             default, source = named, "the event's repository.default_branch"
         elif env.get("GITHUB_EVENT_NAME") == "schedule" and branch:

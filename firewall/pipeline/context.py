@@ -21,16 +21,11 @@ from firewall import output
 from firewall.config import LoadedConfig, Settings, load_config
 from firewall.discovery import discover, nothing_selected, select
 from firewall.errors import ConfigError, NothingSelected
-from firewall.lifecycle import (
-    PROGRESS_FIELDS,
-    Entry,
-    Progress,
-    progress_of,
-    reviewed_change,
-    with_progress,
-)
+from firewall.lifecycle import Entry
 from firewall.output import in_actions
+from firewall.pipeline import keeper
 from firewall.pipeline.checkout import Checkout, in_ci
+from firewall.pipeline.keeper import Keeper
 from firewall.spec import EvalSpec
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryStore, LocalHistory
@@ -67,7 +62,7 @@ class Context:
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     clock: Clock = now
     notices: list[str] = dataclasses.field(default_factory=list)
-    _entries: dict[str, Entry] | None = dataclasses.field(default=None, repr=False)
+    _keeper: Keeper | None = dataclasses.field(default=None, repr=False)
     _trends: dict[str, str] | None = dataclasses.field(default=None, repr=False)
 
     @property
@@ -101,107 +96,38 @@ class Context:
             output.warn(text)
 
     @property
-    def reviewed(self) -> bool:
-        """In CI the registry is the reviewed truth: it changes only through commits.
+    def keeper(self) -> Keeper:
+        """Where this command keeps its state (laptop, CI, dry run): chosen once, by ``load``."""
+        if self._keeper is None:
+            self._keeper = self.choose_keeper()
+        return self._keeper
 
-        Runs there never write it (an instability is a candidate, recorded on its
-        issue); the nightly keeps its progress on the state branch and writes only
-        the changes a reviewer must see, for `firewall propose` to commit.
-        """
-        return in_ci(self.env)
+    def choose_keeper(self, *, dry_run: bool = False) -> Keeper:
+        shared = self.history if isinstance(self.history, SharedHistory) else None
+        return keeper.choose(
+            registry=self.registry,
+            settings=self.settings,
+            notice=self.notice,
+            shared=shared,
+            ci=in_ci(self.env),
+            checkout=lambda: self.checkout,
+            dry_run=dry_run,
+        )
+
+    def dry_run(self, wanted: bool) -> None:
+        """Keep nothing, when a command's options ask it and ``load`` was not told."""
+        if wanted and self.keeper.keeps:
+            self._keeper = self.choose_keeper(dry_run=True)
 
     def entries(self) -> dict[str, Entry]:
-        """The registry as this command found it (or last wrote it), read once; in CI with
-        the nightly's progress (streaks, last probes, issue numbers) laid over it."""
-        if self._entries is None:
-            entries = self.registry.read()
-            progress = self._progress()
-            if progress:
-                entries = {i: with_progress(e, progress.get(i)) for i, e in entries.items()}
-            self._entries = entries
-        return dict(self._entries)
-
-    def save_reviewed(
-        self,
-        before: Mapping[str, Entry],
-        after: Mapping[str, Entry],
-        *,
-        waiting: Mapping[str, Progress] | None = None,
-    ) -> list[str]:
-        """The nightly's record step in CI: progress to the state branch, and to the
-        registry file only what a reviewer must see. ``waiting`` is the progress of
-        releases whose pull request is not merged yet. Returns the evals whose reviewed
-        entry changed (adopted, released, or edited)."""
-        if isinstance(self.history, SharedHistory):
-            progress = {i: progress_of(e) for i, e in after.items()}
-            self.history.save_progress({**progress, **(waiting or {})})
-        elif after:
-            self.notice(
-                f"no state branch to keep tonight's streaks in (the git remote "
-                f"{self.settings.state.remote or '(none)'!r} of [state] is not set up here): "
-                "every nightly starts counting anew, so no quarantine is ever released"
-            )
-        changed = sorted(
-            eval_id
-            for eval_id in set(before) | set(after)
-            if reviewed_change(before.get(eval_id), after.get(eval_id))
-        )
-        if changed:
-            reviewed = set(Entry.model_fields) - set(PROGRESS_FIELDS)
-            with self.registry.edit() as entries:
-                for eval_id in changed:
-                    if eval_id not in after:
-                        entries.pop(eval_id, None)
-                    elif eval_id in entries:  # keep the file's own progress: no noise in the diff
-                        update = after[eval_id].model_dump(include=reviewed)
-                        entries[eval_id] = entries[eval_id].model_copy(update=update)
-                    else:
-                        entries[eval_id] = after[eval_id]
-        self._entries = dict(after)
-        return changed
-
-    def remember_issues(self, numbers: Mapping[str, int], dropped: Mapping[str, int]) -> None:
-        """Issue numbers learnt from GitHub (and the ones proved gone), kept where this
-        command keeps its state: the registry outside CI, the nightly's progress in CI."""
-
-        def apply(entries: dict[str, Entry]) -> None:
-            for eval_id, number in dropped.items():
-                if eval_id in entries and entries[eval_id].issue == number:
-                    entries[eval_id] = entries[eval_id].model_copy(update={"issue": None})
-            for eval_id, number in numbers.items():
-                if eval_id in entries:
-                    entries[eval_id] = entries[eval_id].model_copy(update={"issue": number})
-
-        if not self.reviewed:
-            with self.edit_registry() as entries:
-                apply(entries)
-            return
-        current = self.entries()
-        apply(current)
-        self._entries = current
-        if isinstance(self.history, SharedHistory):
-            self.history.save_progress({i: progress_of(e) for i, e in current.items()})
-
-    def team_entries(self) -> dict[str, Entry]:
-        """The entries with the team's progress from the state branch, wherever this runs:
-        what `firewall status` shows on a laptop as in CI."""
-        entries = self.entries()
-        if self.reviewed or not isinstance(self.history, SharedHistory):
-            return entries  # in CI entries() has laid it over already
-        progress = self.history.progress() or {}
-        return {i: with_progress(e, progress.get(i)) for i, e in entries.items()}
-
-    def _progress(self) -> dict[str, Progress] | None:
-        if not self.reviewed or not isinstance(self.history, SharedHistory):
-            return None
-        return self.history.progress()
+        """The registry as this command's keeper sees it, read once."""
+        return self.keeper.entries()
 
     @contextlib.contextmanager
     def edit_registry(self) -> Iterator[dict[str, Entry]]:
-        """Change the registry under its lock; the snapshot follows what was written."""
-        with self.registry.edit() as entries:
+        """A person's edit of the registry file, under its lock, whatever the mode."""
+        with self.keeper.edit() as entries:
             yield entries
-            self._entries = dict(entries)
 
     def trends(self, eval_ids: Iterable[str]) -> dict[str, str]:
         """Sparklines of recent medians of these evals and every quarantined one: one read
@@ -225,13 +151,16 @@ def load(
     env: Mapping[str, str] | None = None,
     with_evals: bool = True,
     require: bool = False,
+    dry_run: bool = False,
     clock: Clock = now,
 ) -> Context:
-    """Read the config, check the paths it names, and discover the selected evals.
+    """Read the config, check the paths it names, discover the selected evals, and choose
+    where this command keeps its state (``Context.keeper``).
 
     ``with_evals=False`` skips discovery (which imports the evals' modules) for
     commands that need only the settings and the registry. ``require`` makes an
     empty selection a ``NothingSelected`` (exit 5): what `run` and `probe` ask.
+    ``dry_run`` keeps nothing anywhere.
     """
     cwd = cwd or Path.cwd()
     config = load_config(config_path, cwd)
@@ -260,6 +189,7 @@ def load(
             writes=lambda: ctx.checkout.writes_shared_state,
             notice=ctx.notice,
         )
+    ctx._keeper = ctx.choose_keeper(dry_run=dry_run)
     return ctx
 
 

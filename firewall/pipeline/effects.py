@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from firewall import output
 from firewall.lifecycle import Entry, overdue, quarantine_entry
+from firewall.pipeline.keeper import candidate_of
 from firewall.policy import Status
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def publish_nightly(
         after = dict(before) if result.dry_run else ctx.entries()
         events = result.events
         keep_open: set[str] = set(after)
-        if ctx.reviewed:
+        if ctx.keeper.reviewed:
             events = [e for e in events if e.kind not in ("released", "dismissed")]
             keep_open |= set(before) | set(candidates)
             dismissed = {
@@ -180,7 +181,7 @@ def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> list[s
 
     if result.candidates:  # CI: an instability waits on its issue for the nightly's word
         candidates = {
-            report.id: _candidate(ctx, result.artefact, report.id)
+            report.id: candidate_of(result.artefact, report, pr=ctx.checkout.pull_request)
             for report in result.artefact.evals
             if report.id in result.candidates
         }
@@ -293,7 +294,7 @@ def _finish(ctx: Context, result: Sync, *, dry_run: bool) -> list[str]:
         from firewall.errors import LockError, RegistryError, WriteError
 
         try:
-            ctx.remember_issues(result.numbers, result.dropped)
+            ctx.keeper.remember_issues(result.numbers, result.dropped)
         except (RegistryError, LockError, WriteError) as exc:
             warnings.append(
                 f"{exc}; the issue numbers learnt were not kept: the next run finds "
@@ -367,11 +368,3 @@ def _reprobe(artefact: Artefact, eval_id: str) -> ProbeNumbers:
         reason=report.reason,
         at=artefact.run.started_at,
     )
-
-
-def _candidate(ctx: Context, artefact: Artefact, eval_id: str) -> Candidate:
-    """This run's probe of ``eval_id`` as a candidate, with the pull request it ran on."""
-    from firewall.github.issues import Candidate
-
-    probe = _reprobe(artefact, eval_id)
-    return Candidate(**probe.model_dump(), pr=ctx.checkout.pull_request or None)

@@ -16,14 +16,7 @@ from pathlib import Path
 
 from firewall.artefact import Artefact, EvalReport
 from firewall.errors import ExitCode, FirewallError, RegistryError
-from firewall.lifecycle import (
-    RELEASE_CLEAN_TRIALS,
-    Entry,
-    Event,
-    advance,
-    progress_of,
-    quarantine_entry,
-)
+from firewall.lifecycle import Candidate, Entry, Event, advance, quarantine_entry
 from firewall.pipeline import effects, suites
 from firewall.pipeline.context import Context
 from firewall.pipeline.run import Kept, keep, probe_part
@@ -53,7 +46,9 @@ class NightlyResult:
 
     @property
     def exit_code(self) -> ExitCode:
-        return ExitCode.OK if self.artefact.run.complete else ExitCode.INTERRUPTED
+        """The artefact's, as for a run: the terminal, the report, the step's outputs and the
+        process agree (0 whatever was found, 130 when interrupted)."""
+        return self.artefact.summary.exit_code
 
 
 def nightly(
@@ -63,21 +58,10 @@ def nightly(
     progress: Progress | None = None,
     present: Callable[[NightlyResult], None] | None = None,
 ) -> NightlyResult:
-    settings = ctx.settings
+    """plan -> probe -> judge -> lifecycle (kept by the keeper) -> record -> present -> publish"""
+    ctx.dry_run(options.dry_run)
     before = ctx.entries()
-    # In CI, the instabilities pull requests found wait on their issues for tonight's word.
-    candidates = effects.open_candidates(ctx, issues=options.issues) if ctx.reviewed else {}
-    known = {spec.id for spec in ctx.specs}
-    events = [
-        Event(
-            eval_id,
-            "missing",
-            f"is quarantined but no longer defined; release it with "
-            f"`firewall quarantine release {eval_id}`",
-        )
-        for eval_id in sorted(before)
-        if eval_id not in known
-    ]
+    candidates = gather_candidates(ctx, issues=options.issues)
     wanted = set(before) | set(candidates)
     targets = [
         spec
@@ -91,7 +75,7 @@ def nightly(
         targets,
         targets,
         seed=options.seed,
-        k=options.k or settings.nightly.k,
+        k=options.k or ctx.settings.nightly.k,
         progress=progress,
     )
     reports = {
@@ -100,50 +84,33 @@ def nightly(
         if spec.id in part.trials
         and (options.probe_all or spec.suite is None or spec.id in wanted)  # a suite's others
     }
-    at = part.started_at
+    events = _missing(ctx, before)
     failure: FirewallError | None = None  # the registry's, when it could not be changed
-    if part.complete and not options.dry_run and ctx.reviewed:
-        current = ctx.entries()
-        happened = _lifecycle(ctx, current, reports, at=at, candidates=candidates)
-        # A release waits for its pull request: until the default branch drops the entry,
-        # it is released again each stable night, and withdrawn by an unstable one.
-        waiting = {
-            event.eval_id: progress_of(before[event.eval_id]).model_copy(
-                update={
-                    "stable_streak": settings.nightly.release_after,
-                    "clean_trials": RELEASE_CLEAN_TRIALS,
-                    "last_probe": at,
-                }
+    if part.complete:  # an interrupted night counts nothing
+
+        def lifecycle(current: dict[str, Entry]) -> list[Event]:
+            return _lifecycle(ctx, current, reports, at=part.started_at, candidates=candidates)
+
+        try:
+            events += ctx.keeper.record_nightly(
+                lifecycle, at=part.started_at, candidates=candidates
             )
-            for event in happened
-            if event.kind == "released"
-        }
-        try:
-            ctx.save_reviewed(before, current, waiting=waiting)
         except FirewallError as exc:
             failure = exc
-        else:
-            events += happened
-    elif part.complete and not options.dry_run:
-        try:
-            with ctx.edit_registry() as current:
-                happened = _lifecycle(ctx, current, reports, at=at)
-        except FirewallError as exc:
-            failure = exc
-        else:
-            events += happened
-    elif part.complete:
-        events += _lifecycle(ctx, dict(before), reports, at=at, candidates=candidates)
     final = [
         _with_nightly_status(reports[spec.id], events) for spec in part.specs if spec.id in reports
     ]
+    summary = summarise(final, part.complete)
     artefact = Artefact(
         run=run_info([part], mode="nightly", finished_at=part.finished_at),
-        # Nightly never blocks: whatever it found, it exits 0.
-        summary=summarise(final, part.complete).model_copy(update={"exit_code": ExitCode.OK}),
+        # Nightly never blocks: whatever it found, it exits 0; interrupted, 130.
+        summary=summary.model_copy(
+            update={"exit_code": ExitCode.OK if part.complete else ExitCode.INTERRUPTED}
+        ),
         evals=final,
     )
-    report_path = options.report or ctx.cwd / settings.report
+    report_path = options.report or ctx.cwd / ctx.settings.report
+    dry_run = not ctx.keeper.keeps
     if failure is not None:
         # As for a run: a registry that cannot be changed stops the record before any other
         # file; the probes are shown all the same, then the error (exit 2).
@@ -153,12 +120,12 @@ def nightly(
             f"{failure}; so that the files agree, tonight wrote nothing else (no report, no "
             "history, no issue updated): run it again once that is fixed"
         )
-    kept = Kept() if options.dry_run else keep(ctx, artefact, report_path)
+    kept = keep(ctx, artefact, report_path) if ctx.keeper.keeps else Kept()
     result = NightlyResult(
         artefact,
         events,
         report_path,
-        dry_run=options.dry_run,
+        dry_run=dry_run,
         problems=kept.problems,
         written=kept.error is None,
     )
@@ -168,6 +135,32 @@ def nightly(
     if kept.error is not None:
         raise kept.error
     return result
+
+
+def gather_candidates(ctx: Context, *, issues: bool) -> dict[str, Candidate]:
+    """The instabilities pull requests found, waiting for tonight's word: those on the
+    state branch and those on issues, the newer of the two where both hold one."""
+    if not ctx.keeper.reviewed:
+        return {}
+    found = ctx.keeper.candidates()
+    for eval_id, candidate in effects.open_candidates(ctx, issues=issues).items():
+        if eval_id not in found or found[eval_id].at < candidate.at:
+            found[eval_id] = candidate
+    return found
+
+
+def _missing(ctx: Context, before: Mapping[str, Entry]) -> list[Event]:
+    known = {spec.id for spec in ctx.specs}
+    return [
+        Event(
+            eval_id,
+            "missing",
+            f"is quarantined but no longer defined; release it with "
+            f"`firewall quarantine release {eval_id}`",
+        )
+        for eval_id in sorted(before)
+        if eval_id not in known
+    ]
 
 
 def _lifecycle(

@@ -27,7 +27,6 @@ from firewall.errors import (
     RegistryError,
     WriteError,
 )
-from firewall.lifecycle import quarantine_entry
 from firewall.pipeline import effects, suites
 from firewall.pipeline.context import Context
 from firewall.pipeline.stages import Progress, conclude, plan, probe, summarise
@@ -63,7 +62,8 @@ class RunResult:
     added: list[str]  # evals newly written to the registry
     report_path: Path
     dry_run: bool
-    candidates: list[str] = dataclasses.field(default_factory=list)  # CI: for their issues
+    # CI: the candidates, with where each was recorded (or why it was not); their issues next.
+    candidates: dict[str, str] = dataclasses.field(default_factory=dict)
     # A file that could not be written: the command's error, raised once the result is
     # shown. ``halted``: it was the registry, and nothing else was written or published.
     error: FirewallError | None = None
@@ -93,6 +93,7 @@ def run(
     present: Present | None = None,
 ) -> RunResult:
     """`firewall run`: probe and gate the selected evals, record, present, publish."""
+    ctx.dry_run(options.dry_run)
     part = collect(ctx, options, progress=progress)
     artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
     artefact, unclear = against_default_branch(ctx, artefact, part.specs)
@@ -108,6 +109,7 @@ def gate(
     ctx: Context, paths: Sequence[Path], options: RunOptions, *, present: Present | None = None
 ) -> RunResult:
     """`firewall gate`: merge probe parts, decide, record, present, publish."""
+    ctx.dry_run(options.dry_run)
     parts = load_parts(paths, allow_partial=options.allow_partial)
     artefact = conclude(parts, ctx.entries(), mode="gate", finished_at=ctx.clock())
     if lacks := gaps(paths, parts):
@@ -278,55 +280,35 @@ def _with_regression(report: EvalReport, verdict: Judgement, limit: float) -> Ev
 
 
 def record(ctx: Context, artefact: Artefact, options: RunOptions) -> RunResult:
-    """The files a decided run changes: new registry entries, the artefact, the history.
+    """The files a decided run changes: what its keeper keeps, the artefact, the history.
 
-    An interrupted run writes its artefact (marked incomplete) and nothing else;
-    a dry run writes nothing at all. In CI the registry is not written: a new
-    instability is a candidate, which the publish stage records on its issue.
-
-    The registry comes first, and a registry that cannot be changed stops the
-    record there: no report, no history row, nothing published, so that the files
-    never disagree about what was quarantined (``halted``, and the error). What
-    could not be written after it is the result's ``error`` or ``problems`` (``keep``).
+    The keeper comes first: a laptop writes new quarantines to the registry, CI
+    records them as candidates on the state branch, a dry run keeps nothing (and
+    writes no file at all). An interrupted run keeps no quarantine and writes its
+    artefact, marked incomplete. A registry that cannot be changed stops the record
+    there: no report, no history row, nothing published, so that the files never
+    disagree about what was quarantined (``halted``, and the error). What could not
+    be written after it is the result's ``error`` or ``problems`` (``keep``).
     """
     report_path = options.report or ctx.cwd / ctx.settings.report
-    fresh = [r for r in artefact.evals if r.status is Status.QUARANTINE]
-    if ctx.reviewed:  # in CI the registry changes only through commits: these are candidates
-        kept = Kept() if options.dry_run else keep(ctx, artefact, report_path)
-        candidates = [r.id for r in fresh] if artefact.run.complete else []
-        return RunResult(
-            artefact,
-            [],
-            report_path,
-            options.dry_run,
-            candidates=candidates,
-            error=kept.error,
-            problems=kept.problems,
+    keeper = ctx.keeper
+    try:
+        recorded = keeper.record_run(artefact)
+    except FirewallError as exc:  # unreadable, read-only, locked, or the write failed
+        error = RegistryError(
+            f"{exc}; so that the files agree, this run wrote nothing else (no report, "
+            "no history, nothing for GitHub): run it again once that is fixed"
         )
-    if options.dry_run:
-        return RunResult(artefact, [r.id for r in fresh], report_path, dry_run=True)
-    added: list[str] = []
-    if fresh and artefact.run.complete:
-        try:
-            with ctx.edit_registry() as entries:
-                for report in fresh:
-                    if report.id not in entries:
-                        entries[report.id] = quarantine_entry(
-                            report,
-                            ctx.settings,
-                            at=artefact.run.started_at,
-                            git_sha=artefact.run.git_sha,
-                        )
-                        added.append(report.id)
-        except FirewallError as exc:  # unreadable, read-only, locked, or the write failed
-            error = RegistryError(
-                f"{exc}; so that the files agree, this run wrote nothing else (no report, "
-                "no history, nothing for GitHub): run it again once that is fixed"
-            )
-            return RunResult(artefact, [], report_path, dry_run=False, error=error, halted=True)
-    kept = keep(ctx, artefact, report_path)
+        return RunResult(artefact, [], report_path, dry_run=False, error=error, halted=True)
+    kept = keep(ctx, artefact, report_path) if keeper.keeps else Kept()
     return RunResult(
-        artefact, added, report_path, dry_run=False, error=kept.error, problems=kept.problems
+        artefact,
+        recorded.added,
+        report_path,
+        dry_run=not keeper.keeps,
+        candidates=recorded.candidates,
+        error=kept.error,
+        problems=kept.problems,
     )
 
 

@@ -14,7 +14,7 @@ from firewall.report.status import StatusView, build
 
 def status_view(ctx: Context, *, days: int) -> StatusView:
     """`firewall status`: every quarantined eval with its trend, and the last recorded run."""
-    entries = ctx.team_entries()
+    entries = ctx.keeper.team_entries()
     at = ctx.clock()
     view = build(
         entries,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
@@ -163,7 +163,7 @@ def closing_lines(
     registry: str,
     report_path: Path,
     dry_run: bool,
-    candidates: Sequence[str] = (),
+    candidates: Mapping[str, str] | None = None,
     written: bool = True,
 ) -> list[str]:
     """The counts, the registry entries written (or that a dry run would write), the report."""
@@ -173,9 +173,9 @@ def closing_lines(
     if note := adaptivity(artefact):
         lines.append(f"{note}: {artefact.summary.trials} run, k planned {artefact.summary.planned}")
     lines += [
-        f"candidate {eval_id}: recorded on its issue; the nightly confirms or dismisses it "
+        f"candidate {eval_id}: recorded {where}; the nightly confirms or dismisses it "
         "on the default branch"
-        for eval_id in candidates
+        for eval_id, where in (candidates or {}).items()
     ]
     if dry_run:
         lines += [f"quarantine {eval_id}: would be added to {registry}" for eval_id in added]

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from firewall.store.git import IDENTITY, Git, StateError, last_line
@@ -69,35 +69,42 @@ class GitState:
     def read_text(self, path: str) -> str | None:
         """A file of the branch's tip (``progress.json``), or None when there is none."""
         self.rows()
-        if self._tip is None or not self._exists(self._tip, path):
-            return None
-        return self._blobs(self._tip, [path])[0]
+        return self._text(self._tip, path)
 
     def push(
         self,
         rows: Sequence[HistoryRow],
         *,
         files: Mapping[str, str] | None = None,
+        updates: Mapping[str, Callable[[str | None], str]] | None = None,
         keep_days: int | None = RAW_DAYS,
     ) -> None:
-        """Add one run's rows as a file of its own, replace ``files``, roll up old runs, push.
+        """Add one run's rows as a file of its own, replace ``files``, change ``updates``
+        (each given the tip's text of its file), roll up old runs, push.
 
         A push that loses a race with another job is rebuilt on the new tip, up
-        to ``PUSH_ATTEMPTS`` times: run files never collide, and a replaced file
-        is the writer's whole new version. Raises ``StateError`` when it cannot push.
+        to ``PUSH_ATTEMPTS`` times: run files never collide, a replaced file is the
+        writer's whole new version, and an update is applied again to the new tip's
+        text, so that two jobs changing different evals of one file both keep theirs.
+        Raises ``StateError`` when it cannot push, saying whether the remote refused
+        it (a protected branch, a hook, a read-only token) or the race was lost.
         """
-        changes = dict(files or {})
+        fixed = dict(files or {})
         if rows:
             path, text = run_file(rows)
-            changes[path] = text
-        if not changes:
+            fixed[path] = text
+        if not fixed and not updates:
             return
         self.rows()
-        what = f"{rows[0].mode} {rows[0].run_id}, {len(rows)} evals" if rows else ", ".join(changes)
+        names = [*fixed, *(updates or {})]
+        what = f"{rows[0].mode} {rows[0].run_id}, {len(rows)} evals" if rows else ", ".join(names)
         for attempt in range(PUSH_ATTEMPTS):
             if attempt:
                 time.sleep(random.uniform(0.05, 0.3) * attempt)  # let the winner finish
                 self._tip = self._fetch()
+            changes = dict(fixed)
+            for name, update in (updates or {}).items():
+                changes[name] = update(self._text(self._tip, name))
             cutoff = _cutoff(rows, keep_days) if rows else None
             tree = self._tree(self._tip, changes, rollup_before=cutoff)
             commit = self._git(
@@ -113,6 +120,8 @@ class GitState:
                 self._tip = commit
                 self._remember(rows)
                 return
+            if refusal := _refused(pushed.stderr):
+                raise StateError(f"git push to {self.describe()} was refused: {refusal}")
             if not _lost_a_race(pushed.stderr):
                 raise StateError(
                     f"git push to {self.describe()} failed: {last_line(pushed.stderr)}"
@@ -194,6 +203,11 @@ class GitState:
             changes[name] = render_rollup(week, [*previous, *roll_up(rows)])
         return changes
 
+    def _text(self, tip: str | None, name: str) -> str | None:
+        if tip is None or not self._exists(tip, name):
+            return None
+        return self._blobs(tip, [name])[0]
+
     def _exists(self, tip: str, name: str) -> bool:
         return self._run("cat-file", "-e", f"{tip}:{name}").returncode == 0
 
@@ -226,6 +240,34 @@ def _run_day(name: str) -> str | None:
     if len(parts) != 5 or parts[0] != "runs":
         return None
     return f"{parts[1]}-{parts[2]}-{parts[3]}"
+
+
+def _refused(stderr: str) -> str | None:
+    """Why the remote refused a push for good (not a race), with what to change; or None.
+
+    GitHub answers GH006 for a protected branch and GH013 for a repository rule; any
+    pre-receive hook may decline; a token without ``contents: write`` gets a 403.
+    Retrying any of them only spends the job's time.
+    """
+    text = stderr.lower()
+    if (
+        "gh006" in text
+        or "gh013" in text
+        or "protected branch" in text
+        or "rule violations" in text
+    ):
+        return (
+            f"{last_line(stderr)}: the branch is protected by a branch protection rule or a "
+            "ruleset; exempt the state branch from it (it is written by the firewall alone)"
+        )
+    if "pre-receive hook declined" in text or "hook declined" in text:
+        return f"{last_line(stderr)}: a server-side hook declined it; let the state branch through"
+    if "permission" in text or "403" in text or "write access" in text:
+        return (
+            f"{last_line(stderr)}: the job's token may not push; give the workflow "
+            "`permissions: contents: write` (and keep persist-credentials on in actions/checkout)"
+        )
+    return None
 
 
 def _lost_a_race(stderr: str) -> bool:

@@ -6,11 +6,11 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
-from firewall.lifecycle import Progress
+from firewall.lifecycle import Candidate, Progress
 from firewall.store.git import StateError
 from firewall.store.gitstate import RAW_DAYS, GitState
 from firewall.store.history import HistoryRow, LocalHistory
-from firewall.store.progress import PROGRESS_PATH, parse_progress, render_progress
+from firewall.store.progress import CANDIDATES, PROGRESS, Model, StateFile
 from firewall.timeutil import to_text
 
 
@@ -80,22 +80,52 @@ class SharedHistory:
 
     def progress(self) -> dict[str, Progress] | None:
         """The nightly's progress per quarantined eval, or None when the branch has none."""
+        return PROGRESS.parse(self._read(PROGRESS.path, "the reviewed registry stands as it is"))
+
+    def candidates(self) -> dict[str, Candidate]:
+        """The candidates pull requests recorded on the branch, and not yet settled."""
+        text = self._read(CANDIDATES.path, "the candidates on the branch wait for the next run")
+        return CANDIDATES.parse(text) or {}
+
+    def change_progress(
+        self, changes: Mapping[str, Callable[[Progress | None], Progress | None]], why: str
+    ) -> bool:
+        """Change some evals' progress on the tip the push lands on; False (said once) when
+        the branch cannot be written. ``why`` says what is lost then."""
+        return self._update(PROGRESS, changes, why)
+
+    def change_candidates(
+        self, changes: Mapping[str, Callable[[Candidate | None], Candidate | None]], why: str
+    ) -> bool:
+        """Record, replace or settle candidates on the tip the push lands on; False (said
+        once) when the branch cannot be written."""
+        return self._update(CANDIDATES, changes, why)
+
+    def _update(
+        self,
+        file: StateFile[Model],
+        changes: Mapping[str, Callable[[Model | None], Model | None]],
+        why: str,
+    ) -> bool:
+        if not changes:
+            return True
+        if self._unreachable:
+            return False
+        try:
+            self.state.push([], updates={file.path: file.merge(changes)})
+        except StateError as exc:
+            self._give_up(f"{exc}; {why}")
+            return False
+        return True
+
+    def _read(self, path: str, why: str) -> str | None:
         if self._unreachable:
             return None
         try:
-            return parse_progress(self.state.read_text(PROGRESS_PATH))
+            return self.state.read_text(path)
         except StateError as exc:
-            self._give_up(f"{exc}; the reviewed registry stands as it is")
+            self._give_up(f"{exc}; {why}")
             return None
-
-    def save_progress(self, progress: Mapping[str, Progress]) -> None:
-        """Replace the progress file, when this run writes the shared state."""
-        if self._unreachable or not self.writes():
-            return
-        try:
-            self.state.push([], files={PROGRESS_PATH: render_progress(progress)})
-        except StateError as exc:
-            self._give_up(f"{exc}; tonight's streaks were not saved")
 
     def _shared(self) -> list[HistoryRow] | None:
         """The branch's rows; None when it is out of reach or holds none yet (a team that

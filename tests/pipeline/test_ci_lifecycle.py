@@ -355,7 +355,6 @@ def test_a_cron_nightly_releases_a_fixed_eval_on_a_checkout_as_actions_makes_it(
     assert issue.state == "closed" and issue.state_reason == "completed"
 
 
-@pytest.mark.xfail(strict=True, reason="candidates on the state branch: next commit")
 def test_a_candidate_found_without_a_token_reaches_the_nightly(
     origin: Path, tmp_path: Path, hub: GitHubStandIn, default: str
 ) -> None:
@@ -372,7 +371,6 @@ def test_a_candidate_found_without_a_token_reaches_the_nightly(
     assert "adopt    tone" in proposal
 
 
-@pytest.mark.xfail(strict=True, reason="candidates on the state branch: next commit")
 def test_with_issues_off_a_candidate_reaches_the_nightly(
     tmp_path: Path, hub: GitHubStandIn, default: str
 ) -> None:
