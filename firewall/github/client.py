@@ -138,7 +138,7 @@ class Session:
         except BudgetSpent as exc:
             error = exc.doing(action)
         except GithubException as exc:
-            error = _refusal(action, exc, eval_id, number)
+            error = self._refused(action, exc.status, exc.data, exc.headers, eval_id, number)
         except _Unreadable as exc:
             error = IssueError(unreadable(action, str(exc), self.base_url))
         except requests.RequestException as exc:
@@ -155,6 +155,18 @@ class Session:
         error.args = (self._scrub(str(error)),)
         # `from None`: the request behind the exception carries the token in its headers.
         raise error from None
+
+    def _refused(
+        self,
+        action: str,
+        status: int,
+        data: object,
+        headers: Mapping[str, str] | None,
+        eval_id: str | None,
+        number: int | None,
+    ) -> IssueError:
+        """GitHub's refusal of ``action`` in words; a kind of session may say more."""
+        return refusal(action, status, data, headers, eval_id=eval_id, number=number)
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._token, "***") if self._token else text
@@ -443,9 +455,3 @@ def _proposal(pull: PullRequest, *, created: bool = False) -> Proposal:
 
 def _problem(exc: GithubException) -> str:
     return http_problem(exc.status, exc.data, exc.headers)
-
-
-def _refusal(
-    action: str, exc: GithubException, eval_id: str | None, number: int | None
-) -> IssueError:
-    return refusal(action, exc.status, exc.data, exc.headers, eval_id=eval_id, number=number)
