@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import http.server
 import json
+import threading
 from pathlib import Path
 
 import pytest
+from actions import checkout, tip
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
 from firewall.errors import PullRequestNotPermitted
 from firewall.github.proposals import Proposal, RecordingPullRequests
 from firewall.lifecycle import Entry
 from firewall.pipeline import context
-from firewall.pipeline.propose import PROPOSAL_BRANCH, ProposalRefused, propose
+from firewall.pipeline.propose import (
+    PROPOSAL_BRANCH,
+    ProposalRefused,
+    git_config,
+    propose,
+    push_auth,
+)
+from firewall.store.git import Git
 from firewall.store.registry import Registry, render
 
 AT = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
@@ -121,3 +132,97 @@ def test_a_refused_pull_request_fails_and_leaves_no_orphan_branch(
     assert refused.value.exit_code == 1 and "Allow GitHub Actions" in str(refused.value)
     assert PROPOSAL_BRANCH not in git(origin, "branch", "--list")
     assert Registry(clone / "quarantine.json").read().keys() == {"new"}, "the decision stays"
+
+
+# --- the push: with the token that opens the pull request, written nowhere
+
+TOKEN = "ghp_proposal_secret_token_0123456789"
+
+
+def test_an_https_remote_on_github_gets_the_token_as_checkout_sends_it(tmp_path: Path) -> None:
+    repo = fresh_clone(make_origin(tmp_path, {"a": "1"}), tmp_path / "job")
+    url = "https://github.com/acme/widgets"
+    git(repo, "remote", "set-url", "origin", url)
+
+    auth = push_auth(Git(repo), "origin", {"GITHUB_TOKEN": TOKEN})
+
+    key = f"http.{url}.extraheader"
+    assert auth == {
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": key,
+        "GIT_CONFIG_VALUE_0": "",  # drops the header actions/checkout persisted
+        "GIT_CONFIG_KEY_1": key,
+        "GIT_CONFIG_VALUE_1": auth["GIT_CONFIG_VALUE_1"],
+    }
+    scheme, encoded = auth["GIT_CONFIG_VALUE_1"].split(": ", 1)[1].split(" ")
+    assert scheme == "basic" and base64.b64decode(encoded).decode() == f"x-access-token:{TOKEN}"
+    assert TOKEN not in git(repo, "config", "--list", "--show-origin")
+
+
+@pytest.mark.parametrize(
+    ("url", "env"),
+    [
+        ("git@github.com:acme/widgets.git", {}),  # ssh: its key, as git would
+        ("http://github.com/acme/widgets", {}),  # never a token in clear
+        ("https://gitlab.example.com/acme/widgets", {}),  # a mirror elsewhere never sees it
+        ("https://github.com/acme/widgets", {"GITHUB_SERVER_URL": "https://ghe.example.com"}),
+    ],
+)
+def test_other_remotes_push_as_git_would(tmp_path: Path, url: str, env: dict[str, str]) -> None:
+    repo = fresh_clone(make_origin(tmp_path, {"a": "1"}), tmp_path / "job")
+    git(repo, "remote", "set-url", "origin", url)
+
+    assert push_auth(Git(repo), "origin", {"GITHUB_TOKEN": TOKEN, **env}) == {}
+    assert push_auth(Git(repo), str(tmp_path / "origin.git"), {"GITHUB_TOKEN": TOKEN}) == {}
+
+
+def test_the_configuration_goes_after_any_the_job_already_sets() -> None:
+    config = git_config({"GIT_CONFIG_COUNT": "1"}, [("a.b", "c")])
+    assert config == {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_1": "a.b", "GIT_CONFIG_VALUE_1": "c"}
+
+
+def test_the_header_replaces_the_one_checkout_persisted(tmp_path: Path) -> None:
+    """Git itself, against a loopback server that records what it is sent: the proposal's
+    token goes, and the job's token persisted in .git/config does not go with it."""
+    seen: list[list[str]] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get_all("Authorization") or [])
+            self.send_response(403)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        repo = fresh_clone(make_origin(tmp_path, {"a": "1"}), tmp_path / "job")
+        git(repo, "config", "--local", f"http.{base}/.extraheader", "AUTHORIZATION: basic JOB")
+        git(repo, "remote", "set-url", "origin", "https://github.com/acme/widgets")
+        auth = push_auth(Git(repo), "origin", {"GITHUB_TOKEN": TOKEN})
+        # The same configuration for the loopback server, which speaks http.
+        local = {k: v.replace("https://github.com", base) for k, v in auth.items()}
+        Git(repo).run("ls-remote", f"{base}/acme/widgets", extra_env=local)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen and seen[0] == [auth["GIT_CONFIG_VALUE_1"].split(": ", 1)[1]]
+
+
+def test_a_job_checked_out_without_persisted_credentials_pushes_and_keeps_no_token(
+    origin: Path, tmp_path: Path
+) -> None:
+    """actions/checkout with `persist-credentials: false`: no credential in .git/config."""
+    job = checkout(origin, tmp_path / "job", ref="refs/heads/main", sha=tip(origin, "main"))
+    (job / "quarantine.json").write_text(render({"new": entry("confirmed on main")}))
+    env = {**CI, "GITHUB_ACTIONS": "true", "GITHUB_TOKEN": TOKEN}
+
+    result = propose(context.load(cwd=job, env=env), pulls=RecordingPullRequests())
+
+    assert result.pushed and set(proposed_registry(origin)) == {"new"}
+    for path in (job / ".git").rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
