@@ -128,6 +128,7 @@ class StoredIssue:
     comments: list[str] = dataclasses.field(default_factory=list)
     locked: bool = False
     head: str = ""  # a pull request's branch
+    merged_at: str | None = None
     base: str = ""
     repository: str = ""  # where it lives: another repository once transferred
     created_at: str = ""
@@ -262,6 +263,13 @@ class GitHubStandIn:
         """A person closes the issue, e.g. as "not_planned"."""
         with self._lock:
             self._close(self.issues[number], reason)
+
+    def close_pull(self, number: int, *, merged: bool = False) -> None:
+        """A maintainer merges the pull request, or closes it without merging."""
+        with self._lock:
+            pull = self.issues[number]
+            self._close(pull, "completed")
+            pull.merged_at = pull.closed_at if merged else None
 
     def delete_issue(self, number: int) -> None:
         """Deleted by an admin: GitHub answers 410 for it from now on."""
@@ -680,10 +688,12 @@ class GitHubStandIn:
             "head": {"ref": pull.head, "label": f"{self.owner}:{pull.head}", "sha": "0" * 40},
             "base": {"ref": pull.base, "label": f"{self.owner}:{pull.base}", "sha": "1" * 40},
             "user": _user_json("github-actions[bot]", self.url),
-            "merged": False,
+            "merged": pull.merged_at is not None,
+            "merged_at": pull.merged_at,
             "draft": False,
             "created_at": pull.created_at,
-            "updated_at": pull.created_at,
+            "updated_at": pull.closed_at or pull.created_at,
+            "closed_at": pull.closed_at,
         }
 
     def _comment_json(self, issue: StoredIssue, index: int) -> JSON:

@@ -48,7 +48,7 @@ from firewall.github.problems import (
     refusal,
     unreadable,
 )
-from firewall.github.proposals import Proposal
+from firewall.github.proposals import Closed, Proposal
 from firewall.github.tracker import IssueBook
 from firewall.github.transport import DEFAULT_TRANSPORT, Transport, retry_for
 
@@ -355,6 +355,26 @@ class GitHubPullRequests(Session):
                 if existing is None:
                     raise
                 return self._update(existing, head, title, body)
+
+    def last_closed(self, *, head: str, base: str) -> Closed | None:
+        owner = self.repository.split("/")[0]
+
+        def find() -> Closed | None:
+            pulls = self._repository().get_pulls(
+                state="all", head=f"{owner}:{head}", base=base, sort="created", direction="desc"
+            )
+            pull = next(iter(pulls), None)
+            if pull is None or pull.state != "closed" or pull.merged_at is not None:
+                return None
+            return Closed(
+                number=pull.number,
+                url=pull.html_url,
+                closed_at=pull.closed_at,
+                body=pull.body or "",
+            )
+
+        with self.calling(f"find the last pull request from {head} into {base}"):
+            return self._call(find)
 
     def _open_pull(self, owner: str, head: str, base: str) -> Proposal | None:
         def find() -> Proposal | None:

@@ -8,7 +8,11 @@ commit on top of the default branch, then opens the pull request from it or
 updates the open one. Night after night the same branch and the same pull
 request are reused, and nothing is pushed when nothing a reviewer should see
 has changed. When nothing is left to propose, the branch is deleted (GitHub
-then closes its pull request).
+then closes its pull request). A proposal the maintainers closed without merging
+is their answer: the same change set (the same evals to adopt, release and edit,
+``fingerprint``, kept in the pull request's marker) is not proposed again, and
+the branch is left as it is, so the pull request can still be reopened; a change
+set that differs is proposed anew.
 
 Git does the pushing, without touching the work tree; GitHub's API only opens or
 edits the pull request. Both use one token: ``GITHUB_TOKEN`` (the action hands it
@@ -24,7 +28,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import json
+import re
 import tempfile
 import urllib.parse
 from collections.abc import Mapping
@@ -39,7 +45,7 @@ from firewall.store.registry import parse_registry, render
 from firewall.text import fmt
 
 if TYPE_CHECKING:
-    from firewall.github.proposals import PullRequests
+    from firewall.github.proposals import Closed, PullRequests
 
 PROPOSAL_BRANCH = "firewall/quarantine"
 ChangeKind = Literal["adopt", "release", "edit"]
@@ -61,6 +67,7 @@ class ProposalResult:
     deleted: bool = False  # nothing left to propose: the branch was removed
     number: int | None = None
     url: str | None = None
+    declined: Closed | None = None  # the same change set's proposal, closed without merging
 
 
 class ProposalRefused(FirewallError):
@@ -99,6 +106,10 @@ def propose(
             if change.kind == "adopt" and change.eval_id in waiting:
                 proposed[change.eval_id] = waiting[change.eval_id]
         changes = diff(reviewed, proposed)
+    if pulls is not None:
+        closed = pulls.last_closed(head=PROPOSAL_BRANCH, base=base)
+        if closed is not None and _proposed_in(closed.body) == fingerprint(changes):
+            return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False, declined=closed)
     text = render(proposed)
     blob = _git(git, "hash-object", "-w", "--stdin", stdin=text)
     if existing is not None and _up_to_date(git, existing, base_tip, path, blob):
@@ -194,7 +205,7 @@ def body(changes: list[Change], path: str) -> str:
             f"- **{verb}** `{change.eval_id}`{issue}: {reason}"
             + (f"; {numbers}" if numbers else "")
         )
-    lines += ["", "<!-- firewall:proposal -->"]
+    lines += ["", f"<!-- firewall:proposal changes={fingerprint(changes)} -->"]
     return "\n".join(lines) + "\n"
 
 
@@ -245,6 +256,22 @@ def _remote_url(git: Git, remote: str) -> str:
     """Where git pushes ``remote``: its push URL when it is a remote's name, else itself."""
     found = git.run("remote", "get-url", "--push", remote)
     return found.stdout.strip() if found.returncode == 0 else remote
+
+
+def fingerprint(changes: list[Change]) -> str:
+    """What a change set proposes, as a reviewer decides on it: which evals are adopted,
+    released or edited. Not the entries' numbers: a closed proposal stays declined
+    while tonight's probe only restates it."""
+    said = json.dumps(sorted([change.kind, change.eval_id] for change in changes))
+    return hashlib.sha256(said.encode()).hexdigest()[:16]
+
+
+_PROPOSED = re.compile(r"^<!-- firewall:proposal changes=([0-9a-f]{16}) -->$", re.MULTILINE)
+
+
+def _proposed_in(body: str) -> str | None:
+    found = _PROPOSED.search(body)
+    return found.group(1) if found else None  # an older release's proposal: none
 
 
 def _repo_path(git: Git, registry: Path) -> str:

@@ -11,15 +11,20 @@ from pathlib import Path
 
 import pytest
 from actions import checkout, tip
+from click.testing import CliRunner
+from github_standin import GitHubStandIn
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
+from firewall.cli import main
 from firewall.errors import PullRequestNotPermitted
-from firewall.github.proposals import Proposal, RecordingPullRequests
+from firewall.github.client import GitHubPullRequests, Transport
+from firewall.github.proposals import Closed, Proposal, RecordingPullRequests
 from firewall.lifecycle import Entry
 from firewall.pipeline import context
 from firewall.pipeline.propose import (
     PROPOSAL_BRANCH,
     ProposalRefused,
+    ProposalResult,
     git_config,
     propose,
     push_auth,
@@ -27,6 +32,7 @@ from firewall.pipeline.propose import (
 from firewall.store.git import Git
 from firewall.store.registry import Registry, render
 
+FAST = Transport(timeout=2, retries=1, backoff=0.01, request_gap=0, write_gap=0)
 AT = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
 CI = {"CI": "true"}
 
@@ -116,6 +122,9 @@ def test_a_moved_default_branch_gets_the_proposal_rebased(origin: Path, tmp_path
 
 
 class Refusing:
+    def last_closed(self, *, head: str, base: str) -> Closed | None:
+        return None
+
     def propose(self, *, head: str, base: str, title: str, body: str) -> Proposal:
         raise PullRequestNotPermitted(
             "GitHub Actions may not open pull requests here: turn on Settings > Actions > "
@@ -226,3 +235,88 @@ def test_a_job_checked_out_without_persisted_credentials_pushes_and_keeps_no_tok
     for path in (job / ".git").rglob("*"):
         if path.is_file():
             assert TOKEN.encode() not in path.read_bytes(), path
+
+
+# --- a proposal the maintainers closed without merging
+
+
+def night(origin: Path, where: Path, hub: GitHubStandIn, decided: dict[str, Entry]) -> object:
+    pulls = GitHubPullRequests(hub.repository, hub.token, base_url=hub.url, transport=FAST)
+    return propose(context.load(cwd=nightly_job(origin, where, decided), env=CI), pulls=pulls)
+
+
+def test_a_proposal_closed_unmerged_is_not_proposed_again_until_it_differs(
+    origin: Path, tmp_path: Path
+) -> None:
+    decided = {"new": entry("confirmed on main")}
+    with GitHubStandIn() as hub:
+        first = night(origin, tmp_path / "n1", hub, decided)
+        [pull] = hub.pulls()
+        hub.close_pull(pull.number)  # the maintainer's answer
+        tip = git(origin, "rev-parse", PROPOSAL_BRANCH)
+        dev = fresh_clone(origin, tmp_path / "dev")  # main moves on: a rebase would push
+        (dev / "README.md").write_text("more\n")
+        git(dev, "add", "README.md")
+        git(dev, "commit", "--quiet", "-m", "work goes on")
+        git(dev, "push", "--quiet", "origin", "HEAD:main")
+
+        again = night(origin, tmp_path / "n2", hub, {"new": entry("confirmed, other numbers")})
+
+        assert isinstance(first, ProposalResult) and isinstance(again, ProposalResult)
+        assert again.declined is not None and again.declined.number == pull.number
+        assert not again.pushed and git(origin, "rev-parse", PROPOSAL_BRANCH) == tip
+        assert len(hub.pulls()) == 1 and hub.calls("POST", r"/pulls$")[1:] == []
+
+        other = night(origin, tmp_path / "n3", hub, {**decided, "held": entry("iqr 0.2 > 0.03")})
+
+        assert isinstance(other, ProposalResult) and other.declined is None and other.pushed
+        assert [(c.kind, c.eval_id) for c in other.changes] == [("adopt", "new")]
+        assert other.number is not None and other.number != pull.number
+        assert len(hub.pulls()) == 2 and hub.pulls()[-1].state == "open"
+
+
+def test_a_merged_or_reopened_proposal_is_no_answer(origin: Path, tmp_path: Path) -> None:
+    with GitHubStandIn() as hub:
+        night(origin, tmp_path / "n1", hub, {"new": entry("confirmed on main")})
+        [pull] = hub.pulls()
+        pulls = GitHubPullRequests(hub.repository, hub.token, base_url=hub.url, transport=FAST)
+        assert pulls.last_closed(head=PROPOSAL_BRANCH, base="main") is None  # open
+
+        hub.close_pull(pull.number, merged=True)
+        assert pulls.last_closed(head=PROPOSAL_BRANCH, base="main") is None
+
+        hub.issues[pull.number].merged_at = None  # closed unmerged, then
+        closed = pulls.last_closed(head=PROPOSAL_BRANCH, base="main")
+        assert closed is not None and closed.number == pull.number and closed.closed_at
+        assert pulls.last_closed(head=PROPOSAL_BRANCH, base="release") is None
+
+
+def test_the_command_says_in_one_line_why_nothing_was_proposed(
+    origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decided = {"new": entry("confirmed on main")}
+    with GitHubStandIn() as hub:
+        night(origin, tmp_path / "n1", hub, decided)
+        [pull] = hub.pulls()
+        hub.close_pull(pull.number)
+        job = nightly_job(origin, tmp_path / "n2", decided)
+        monkeypatch.chdir(job)
+        for name, value in {
+            **CI,
+            "GITHUB_TOKEN": hub.token,
+            "GITHUB_REPOSITORY": hub.repository,
+            "GITHUB_API_URL": hub.url,
+        }.items():
+            monkeypatch.setenv(name, value)
+
+        result = CliRunner().invoke(main, ["propose"], catch_exceptions=False)
+
+    assert result.exit_code == 0, result.output
+    closed = hub.issues[pull.number].closed_at
+    assert closed is not None
+    assert (
+        f"the proposal #{pull.number} was closed unmerged on {closed[:10]}; not proposed again "
+        "until the registry change differs; reopen it to take it up again, or make the change "
+        "you want in quarantine.json on main by hand: "
+    ) in result.output
+    assert len(hub.pulls()) == 1
