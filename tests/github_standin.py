@@ -19,6 +19,10 @@ exchanges, e.g. PyGithub's tests/ReplayData):
   and base, a second is a 422 "A pull request already exists for OWNER:BRANCH.";
   a pull request's conversation comments are issue comments on its number, and
   work where issues are disabled;
+- a private repository (``private=True``) answers 403 "Resource not accessible by
+  integration" to a token without the ``permissions`` a request needs (None: all): a
+  pull request read through ``/pulls/N`` needs ``pull-requests: read``, its issue and
+  comments ``issues`` or ``pull-requests``; a public one lets any token read;
 - comments are listed a page at a time (``per_page``, Link headers), edited
   and deleted by id (``/issues/comments/ID``; a deleted one answers 404), and
   may be a person's (``add_comment``).
@@ -46,7 +50,7 @@ import threading
 import time
 import urllib.parse
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -124,6 +128,7 @@ class StoredIssue:
     comments: list[str] = dataclasses.field(default_factory=list)
     locked: bool = False
     head: str = ""  # a pull request's branch
+    merged_at: str | None = None
     base: str = ""
     repository: str = ""  # where it lives: another repository once transferred
     created_at: str = ""
@@ -162,10 +167,14 @@ class GitHubStandIn:
         assignable: Iterable[str] = ("alice",),
         triage: bool = True,
         has_issues: bool = True,
+        private: bool = False,
+        permissions: Mapping[str, str] | None = None,
     ) -> None:
         self.owner, self.name, self.prefix, self.token = owner, name, prefix.rstrip("/"), token
         self.assignable = {login.lower() for login in assignable}
         self.triage, self.has_issues = triage, has_issues
+        self.private = private
+        self.permissions = None if permissions is None else dict(permissions)
         self.issues: dict[int, StoredIssue] = {}
         self.deleted: set[int] = set()
         self.moved: dict[int, StoredIssue] = {}  # old number here -> the issue in its new home
@@ -255,6 +264,13 @@ class GitHubStandIn:
         with self._lock:
             self._close(self.issues[number], reason)
 
+    def close_pull(self, number: int, *, merged: bool = False) -> None:
+        """A maintainer merges the pull request, or closes it without merging."""
+        with self._lock:
+            pull = self.issues[number]
+            self._close(pull, "completed")
+            pull.merged_at = pull.closed_at if merged else None
+
     def delete_issue(self, number: int) -> None:
         """Deleted by an admin: GitHub answers 410 for it from now on."""
         with self._lock:
@@ -326,7 +342,8 @@ class GitHubStandIn:
         if headers.get("Authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
             return _failure("401")
         with self._lock:
-            reply = self._route(method, path, query, body)
+            permitted = self._permitted(method, path)
+            reply = self._route(method, path, query, body) if permitted else _failure("read-only")
         if failure is None:
             return reply
         if failure.mode == "slow":  # the request took effect, the answer comes late
@@ -387,9 +404,31 @@ class GitHubStandIn:
             return _not_found()
         return self._on_issue(method, sub, self.issues[number], body, query)
 
+    def _permitted(self, method: str, path: str) -> bool:
+        """Whether a GITHUB_TOKEN with ``permissions`` (None: all) may make this request, as
+        GitHub decides it: what a public repository shows anyone reads without a permission,
+        and a pull request's issue and conversation need `issues` or `pull-requests`."""
+        if self.permissions is None:
+            return True
+        rest = path.removeprefix(f"/repos/{self.owner}/{self.name}")
+        if rest == "":
+            return True  # metadata: every token reads it
+        needed = "read" if method == "GET" else "write"
+        if needed == "read" and not self.private:
+            return True
+        if rest.startswith("/pulls"):
+            scopes = ["pull-requests"]
+        elif self._conversation(rest):
+            scopes = ["issues", "pull-requests"]
+        else:
+            scopes = ["issues"]
+        granted = [self.permissions.get(scope, "none") for scope in scopes]
+        return any(level == "write" or level == needed for level in granted)
+
     def _conversation(self, rest: str) -> bool:
-        """Whether the path is a pull request's comments, which issues being off leaves be."""
-        listing = re.fullmatch(r"/issues/(\d+)/comments", rest)
+        """Whether the path is a pull request's issue or its comments, which issues being off
+        leaves be (GitHub serves every pull request through the issue endpoints)."""
+        listing = re.fullmatch(r"/issues/(\d+)(?:/comments)?", rest)
         single = re.fullmatch(r"/issues/comments/(\d+)", rest)
         number = int(listing.group(1)) if listing else int(single.group(1)) // 1000 if single else 0
         return number in self.issues and self.issues[number].pull
@@ -589,7 +628,7 @@ class GitHubStandIn:
             "name": self.name,
             "full_name": self.repository,
             "owner": _user_json(self.owner, self.url),
-            "private": False,
+            "private": self.private,
             "url": f"{self.url}/repos/{self.repository}",
             "has_issues": self.has_issues,
             "html_url": f"http://127.0.0.1:{self.port}/{self.repository}",
@@ -649,10 +688,12 @@ class GitHubStandIn:
             "head": {"ref": pull.head, "label": f"{self.owner}:{pull.head}", "sha": "0" * 40},
             "base": {"ref": pull.base, "label": f"{self.owner}:{pull.base}", "sha": "1" * 40},
             "user": _user_json("github-actions[bot]", self.url),
-            "merged": False,
+            "merged": pull.merged_at is not None,
+            "merged_at": pull.merged_at,
             "draft": False,
             "created_at": pull.created_at,
-            "updated_at": pull.created_at,
+            "updated_at": pull.closed_at or pull.created_at,
+            "closed_at": pull.closed_at,
         }
 
     def _comment_json(self, issue: StoredIssue, index: int) -> JSON:

@@ -54,7 +54,15 @@ def propose_command(config_path: Path | None, base: str | None, dry_run: bool) -
         return
     for change in result.changes:
         output.echo(f"{change.kind:8} {change.eval_id}")
-    if dry_run:
+    if result.declined is not None:
+        closed = result.declined
+        on = f" on {closed.closed_at:%Y-%m-%d}" if closed.closed_at else ""
+        output.echo(
+            f"the proposal #{closed.number} was closed unmerged{on}; not proposed again until "
+            "the registry change differs; reopen it to take it up again, or make the change "
+            f"you want in {ctx.settings.registry} on {result.base} by hand: {closed.url}"
+        )
+    elif dry_run:
         output.echo(f"dry run: would push {result.branch} and propose it into {result.base}")
     elif not result.pushed:
         output.echo(f"unchanged since {result.branch} was last pushed: nothing to update")

@@ -48,7 +48,7 @@ from firewall.github.problems import (
     refusal,
     unreadable,
 )
-from firewall.github.proposals import Proposal
+from firewall.github.proposals import Closed, Proposal
 from firewall.github.tracker import IssueBook
 from firewall.github.transport import DEFAULT_TRANSPORT, Transport, retry_for
 
@@ -138,7 +138,7 @@ class Session:
         except BudgetSpent as exc:
             error = exc.doing(action)
         except GithubException as exc:
-            error = _refusal(action, exc, eval_id, number)
+            error = self._refused(action, exc.status, exc.data, exc.headers, eval_id, number)
         except _Unreadable as exc:
             error = IssueError(unreadable(action, str(exc), self.base_url))
         except requests.RequestException as exc:
@@ -155,6 +155,18 @@ class Session:
         error.args = (self._scrub(str(error)),)
         # `from None`: the request behind the exception carries the token in its headers.
         raise error from None
+
+    def _refused(
+        self,
+        action: str,
+        status: int,
+        data: object,
+        headers: Mapping[str, str] | None,
+        eval_id: str | None,
+        number: int | None,
+    ) -> IssueError:
+        """GitHub's refusal of ``action`` in words; a kind of session may say more."""
+        return refusal(action, status, data, headers, eval_id=eval_id, number=number)
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._token, "***") if self._token else text
@@ -344,6 +356,26 @@ class GitHubPullRequests(Session):
                     raise
                 return self._update(existing, head, title, body)
 
+    def last_closed(self, *, head: str, base: str) -> Closed | None:
+        owner = self.repository.split("/")[0]
+
+        def find() -> Closed | None:
+            pulls = self._repository().get_pulls(
+                state="all", head=f"{owner}:{head}", base=base, sort="created", direction="desc"
+            )
+            pull = next(iter(pulls), None)
+            if pull is None or pull.state != "closed" or pull.merged_at is not None:
+                return None
+            return Closed(
+                number=pull.number,
+                url=pull.html_url,
+                closed_at=pull.closed_at,
+                body=pull.body or "",
+            )
+
+        with self.calling(f"find the last pull request from {head} into {base}"):
+            return self._call(find)
+
     def _open_pull(self, owner: str, head: str, base: str) -> Proposal | None:
         def find() -> Proposal | None:
             pulls = self._repository().get_pulls(state="open", head=f"{owner}:{head}", base=base)
@@ -443,9 +475,3 @@ def _proposal(pull: PullRequest, *, created: bool = False) -> Proposal:
 
 def _problem(exc: GithubException) -> str:
     return http_problem(exc.status, exc.data, exc.headers)
-
-
-def _refusal(
-    action: str, exc: GithubException, eval_id: str | None, number: int | None
-) -> IssueError:
-    return refusal(action, exc.status, exc.data, exc.headers, eval_id=eval_id, number=number)

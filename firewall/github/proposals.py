@@ -6,6 +6,11 @@ then opens the pull request from it, or updates the title and body of the one
 already open, and returns its number and URL. ``client.GitHubPullRequests``
 does it on GitHub; ``RecordingPullRequests`` only says what it would do.
 
+A pull request the maintainers closed without merging is their answer:
+``PullRequests.last_closed`` finds it (the newest pull request from the branch,
+when none is open and it was not merged), so that the caller does not propose
+the same change again.
+
 A repository (or organisation) may not let GitHub Actions open pull requests
 ("Allow GitHub Actions to create and approve pull requests" off): then
 ``propose`` raises ``PullRequestNotPermitted``, whose line names the setting
@@ -16,6 +21,7 @@ decisions stand and the next night tries again.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Protocol
 
@@ -32,9 +38,24 @@ class Proposal(BaseModel):
     created: bool = False  # False: an open one was updated
 
 
+class Closed(BaseModel):
+    """A proposal closed without merging."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int
+    url: str
+    closed_at: dt.datetime | None
+    body: str  # what it proposed, by the marker ``pipeline.propose`` writes in it
+
+
 class PullRequests(Protocol):
     def propose(self, *, head: str, base: str, title: str, body: str) -> Proposal:
         """Open the pull request from ``head`` into ``base``, or update the open one."""
+
+    def last_closed(self, *, head: str, base: str) -> Closed | None:
+        """The newest pull request from ``head`` into ``base`` if it was closed without
+        merging; None if there is none, or the newest is open or merged."""
 
 
 class RecordingPullRequests:
@@ -53,3 +74,6 @@ class RecordingPullRequests:
         if self._echo is not None:
             self._echo(line)
         return Proposal(number=0, url="", created=False)
+
+    def last_closed(self, *, head: str, base: str) -> Closed | None:
+        return None  # it asks GitHub nothing

@@ -8,17 +8,32 @@ commit on top of the default branch, then opens the pull request from it or
 updates the open one. Night after night the same branch and the same pull
 request are reused, and nothing is pushed when nothing a reviewer should see
 has changed. When nothing is left to propose, the branch is deleted (GitHub
-then closes its pull request).
+then closes its pull request). A proposal the maintainers closed without merging
+is their answer: the same change set (the same evals to adopt, release and edit,
+``fingerprint``, kept in the pull request's marker) is not proposed again, and
+the branch is left as it is, so the pull request can still be reopened; a change
+set that differs is proposed anew.
 
-Git does the pushing, with the job's own credentials and without touching the
-work tree; GitHub's API only opens or edits the pull request.
+Git does the pushing, without touching the work tree; GitHub's API only opens or
+edits the pull request. Both use one token: ``GITHUB_TOKEN`` (the action hands it
+its `github-token` input), sent to an https remote on GitHub's host as the header
+that `actions/checkout` persists (``push_auth``), in the environment of the push
+alone: never on a command line, never in ``.git/config``. So a personal or App
+token pushes the branch too, and the proposal's checks run night after night (a
+push made with the job's GITHUB_TOKEN starts no workflow), and the push works
+with `persist-credentials: false`. Other remotes (ssh, a path) push as git would.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import hashlib
 import json
+import re
 import tempfile
+import urllib.parse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -30,7 +45,7 @@ from firewall.store.registry import parse_registry, render
 from firewall.text import fmt
 
 if TYPE_CHECKING:
-    from firewall.github.proposals import PullRequests
+    from firewall.github.proposals import Closed, PullRequests
 
 PROPOSAL_BRANCH = "firewall/quarantine"
 ChangeKind = Literal["adopt", "release", "edit"]
@@ -52,6 +67,7 @@ class ProposalResult:
     deleted: bool = False  # nothing left to propose: the branch was removed
     number: int | None = None
     url: str | None = None
+    declined: Closed | None = None  # the same change set's proposal, closed without merging
 
 
 class ProposalRefused(FirewallError):
@@ -77,9 +93,10 @@ def propose(
     proposed = ctx.registry.read()
     changes = diff(reviewed, proposed)
     existing = _fetch(git, remote, PROPOSAL_BRANCH, "refs/firewall/proposal")
+    auth = push_auth(git, remote, ctx.env)
     if not changes:
         if existing is not None and not dry_run:
-            _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}")
+            _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}", extra_env=auth)
         return ProposalResult([], base, PROPOSAL_BRANCH, pushed=False, deleted=existing is not None)
     if existing is not None:
         # An adoption already waiting for review stays as the reviewer first saw it: tonight's
@@ -89,6 +106,10 @@ def propose(
             if change.kind == "adopt" and change.eval_id in waiting:
                 proposed[change.eval_id] = waiting[change.eval_id]
         changes = diff(reviewed, proposed)
+    if pulls is not None:
+        closed = pulls.last_closed(head=PROPOSAL_BRANCH, base=base)
+        if closed is not None and _proposed_in(closed.body) == fingerprint(changes):
+            return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False, declined=closed)
     text = render(proposed)
     blob = _git(git, "hash-object", "-w", "--stdin", stdin=text)
     if existing is not None and _up_to_date(git, existing, base_tip, path, blob):
@@ -96,7 +117,15 @@ def propose(
     if dry_run:
         return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False)
     commit = _commit(git, base_tip, path, blob, message=title(changes))
-    _git(git, "push", "--quiet", "--force", remote, f"{commit}:refs/heads/{PROPOSAL_BRANCH}")
+    _git(
+        git,
+        "push",
+        "--quiet",
+        "--force",
+        remote,
+        f"{commit}:refs/heads/{PROPOSAL_BRANCH}",
+        extra_env=auth,
+    )
     if pulls is None:
         return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=True)
     from firewall.errors import PullRequestNotPermitted
@@ -107,7 +136,7 @@ def propose(
         )
     except PullRequestNotPermitted as exc:
         if existing is None:  # leave no orphan branch behind
-            _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}")
+            _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}", extra_env=auth)
         raise ProposalRefused(str(exc)) from None
     if opened.number:
         from firewall.pipeline import effects
@@ -176,8 +205,73 @@ def body(changes: list[Change], path: str) -> str:
             f"- **{verb}** `{change.eval_id}`{issue}: {reason}"
             + (f"; {numbers}" if numbers else "")
         )
-    lines += ["", "<!-- firewall:proposal -->"]
+    lines += ["", f"<!-- firewall:proposal changes={fingerprint(changes)} -->"]
     return "\n".join(lines) + "\n"
+
+
+def push_auth(git: Git, remote: str, env: Mapping[str, str]) -> dict[str, str]:
+    """The environment that makes git push to ``remote`` with ``GITHUB_TOKEN``, or nothing.
+
+    Only an https remote on the host of ``GITHUB_SERVER_URL`` (github.com by default)
+    gets the token: a mirror elsewhere never sees it. `actions/checkout` persists the
+    job's own token as ``http.https://github.com/.extraheader`` in ``.git/config``; git
+    sends every matching ``extraheader``, and a more specific URL wins over a general
+    one, so this one is keyed by the remote's own URL and first set empty, which drops
+    the headers read before it. The configuration travels in ``GIT_CONFIG_*`` variables
+    (git 2.31 on), which no other user's ``ps`` shows and no file keeps.
+    """
+    token = env.get("GITHUB_TOKEN", "")
+    if not token:
+        return {}
+    url = _remote_url(git, remote)
+    server = urllib.parse.urlsplit(env.get("GITHUB_SERVER_URL") or "https://github.com")
+    where = urllib.parse.urlsplit(url)
+    if where.scheme != "https" or not where.hostname or where.hostname != server.hostname:
+        return {}
+    return git_config(
+        git.environment(None),
+        [
+            (f"http.{url}.extraheader", ""),
+            (f"http.{url}.extraheader", f"AUTHORIZATION: basic {_basic(token)}"),
+        ],
+    )
+
+
+def git_config(env: Mapping[str, str], pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """``pairs`` as ``GIT_CONFIG_*`` variables, after any that ``env`` already holds."""
+    count = env.get("GIT_CONFIG_COUNT", "")
+    start = int(count) if count.isdigit() else 0
+    config = {"GIT_CONFIG_COUNT": str(start + len(pairs))}
+    for index, (key, value) in enumerate(pairs, start):
+        config[f"GIT_CONFIG_KEY_{index}"], config[f"GIT_CONFIG_VALUE_{index}"] = key, value
+    return config
+
+
+def _basic(token: str) -> str:
+    # What actions/checkout sends: GitHub takes any user name with a token as the password.
+    return base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
+
+
+def _remote_url(git: Git, remote: str) -> str:
+    """Where git pushes ``remote``: its push URL when it is a remote's name, else itself."""
+    found = git.run("remote", "get-url", "--push", remote)
+    return found.stdout.strip() if found.returncode == 0 else remote
+
+
+def fingerprint(changes: list[Change]) -> str:
+    """What a change set proposes, as a reviewer decides on it: which evals are adopted,
+    released or edited. Not the entries' numbers: a closed proposal stays declined
+    while tonight's probe only restates it."""
+    said = json.dumps(sorted([change.kind, change.eval_id] for change in changes))
+    return hashlib.sha256(said.encode()).hexdigest()[:16]
+
+
+_PROPOSED = re.compile(r"^<!-- firewall:proposal changes=([0-9a-f]{16}) -->$", re.MULTILINE)
+
+
+def _proposed_in(body: str) -> str | None:
+    found = _PROPOSED.search(body)
+    return found.group(1) if found else None  # an older release's proposal: none
 
 
 def _repo_path(git: Git, registry: Path) -> str:

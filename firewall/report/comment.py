@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,6 +40,7 @@ MARKER = "<!-- firewall:pull-request-comment -->"
 or before comments were kept per job); ``marker`` gives a job's own."""
 
 JOB_CHARS = 120  # of a job's name, in its marker and its title
+_DIGEST_CHARS = 12  # of the digest that ends a longer job's marker
 _UNSAFE_IN_MARKER = re.compile(r"[^A-Za-z0-9 _./()-]")  # nothing that can end an HTML comment
 
 MAX_COMMENT = 65_536
@@ -161,13 +163,18 @@ def describe(artefact: Artefact, before: Mapping[str, Status], default_branch: s
 def marker(job: str | None = None) -> str:
     """The comment's first line, by which the next run of the same job finds it again.
 
-    One comment per job (its workflow, its job id, its shard), so that two jobs on one
-    pull request keep a comment each instead of editing one in turns. The job's name
-    keeps only characters that cannot end the HTML comment it sits in.
+    One comment per job (its workflow, its job id, its matrix leg, its shard), so that
+    two jobs on one pull request keep a comment each instead of editing one in turns. The
+    job's name keeps only characters that cannot end the HTML comment it sits in; a name
+    longer than ``JOB_CHARS`` ends in a digest of the whole, so that two legs of a matrix
+    that differ only past the cut keep two markers.
     """
     if not job:
         return MARKER
-    name = re.sub(r"-{2,}", "-", _UNSAFE_IN_MARKER.sub("_", job))[:JOB_CHARS]
+    name = re.sub(r"-{2,}", "-", _UNSAFE_IN_MARKER.sub("_", job))
+    if len(name) > JOB_CHARS:
+        digest = hashlib.sha256(job.encode()).hexdigest()[:_DIGEST_CHARS]
+        name = f"{name[: JOB_CHARS - _DIGEST_CHARS - 1]} {digest}"
     return f"<!-- firewall:pull-request-comment job={name} -->"
 
 

@@ -125,3 +125,67 @@ def test_an_unknown_command_is_refused_before_anything_runs(tmp_path: Path, comm
     done, argv = run_step(tmp_path, "", command=command)
     assert done.returncode == 2 and argv is None
     assert "command must be run, nightly or propose" in done.stdout
+
+
+def action_step(step_id: str) -> dict[str, object]:
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    step: dict[str, object] = next(s for s in action["runs"]["steps"] if s.get("id") == step_id)
+    return step
+
+
+def locate_report(tmp_path: Path, report: str, working_directory: str) -> str:
+    """The action's `report` output, from its `Locate the report` step run as GitHub runs it."""
+    step = action_step("report")
+    assert step["if"] == "always()", "a failing gate's report is uploaded too"
+    assert step["env"] == {
+        "REPORT": "${{ steps.firewall.outputs.report }}",
+        "WORKING_DIRECTORY": "${{ inputs.working-directory }}",
+    }
+    assert "working-directory" not in step, "it runs where later steps read paths from"
+    script = tmp_path / "locate.sh"
+    script.write_text(str(step["run"]))
+    outputs = tmp_path / "output.txt"
+    outputs.write_text("")
+    env = {
+        "PATH": os.environ["PATH"],
+        "REPORT": report,
+        "WORKING_DIRECTORY": working_directory,
+        "GITHUB_OUTPUT": str(outputs),
+    }
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return outputs.read_text()
+
+
+@pytest.mark.parametrize(
+    ("report", "working_directory", "path"),
+    [
+        ("firewall-report.json", ".", "./firewall-report.json"),
+        ("firewall-report.json", "services/evals", "services/evals/firewall-report.json"),
+        ("out/r.json", "services/evals/", "services/evals/out/r.json"),
+        ("/tmp/r.json", "services/evals", "/tmp/r.json"),
+        ("", "services/evals", "services/evals/firewall-report.json"),  # the step never got far
+    ],
+)
+def test_the_report_output_honours_the_working_directory(
+    tmp_path: Path, report: str, working_directory: str, path: str
+) -> None:
+    assert locate_report(tmp_path, report, working_directory) == f"path={path}\n"
+
+
+def test_a_report_path_that_spans_lines_sets_no_output(tmp_path: Path) -> None:
+    assert locate_report(tmp_path, "r.json\nstatus=pass", ".") == ""
+
+
+def test_the_firewall_step_gets_the_job_key_whose_default_is_the_matrix_leg() -> None:
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    assert action["inputs"]["job-key"]["default"] == "${{ toJSON(matrix) }}"
+    assert action_step("firewall")["env"]["FIREWALL_JOB_KEY"] == "${{ inputs.job-key }}"  # type: ignore[index]

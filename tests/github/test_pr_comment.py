@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from actions import pull_request_payload
 from builders import make_artefact, make_report
 from click.testing import CliRunner
 from github_standin import GitHubStandIn
@@ -22,7 +23,7 @@ from issue_builders import FAST
 from firewall.artefact import Artefact
 from firewall.cli import main
 from firewall.github.budget import Budget
-from firewall.github.comment import GitHubComment, job_of, publish_comment, summary_url
+from firewall.github.comment import GitHubComment, fork_of, job_of, publish_comment, summary_url
 from firewall.policy import Status
 from firewall.report.comment import MARKER, MAX_COMMENT, baseline, marker, render_comment
 from firewall.store.history import HistoryRow
@@ -383,6 +384,148 @@ def test_the_job_is_the_workflow_and_job_id_and_the_shard() -> None:
     assert job_of({}) is None  # outside Actions: the bare marker
 
 
+def post_leg(hub: GitHubStandIn, number: int, leg: str, run: Artefact) -> None:
+    """A leg of the matrix of one job: the same workflow and job id, its own `job-key`."""
+    env = {**env_of(hub), "GITHUB_WORKFLOW": "evals", "GITHUB_JOB": "gate"}
+    warnings = publish_comment(
+        run,
+        pull=number,
+        before=MAIN,
+        default_branch="main",
+        env={**env, "FIREWALL_JOB_KEY": leg},
+        dry_run=False,
+        echo=[].append,
+        transport=FAST,
+    )
+    assert warnings == []
+
+
+PY310 = '{\n  "python-version": "3.10",\n  "os": "ubuntu-latest"\n}'  # as toJSON(matrix) prints
+PY313 = '{\n  "python-version": "3.13",\n  "os": "ubuntu-latest"\n}'
+
+
+def test_two_legs_of_a_matrix_on_one_pull_request_keep_a_comment_each(
+    hub: GitHubStandIn,
+) -> None:
+    number = pull_request(hub)
+    failing, passing = changed_run(), make_artefact(make_report("steady", Status.PASS))
+
+    for _ in range(2):
+        post_leg(hub, number, PY310, failing)
+        post_leg(hub, number, PY313, passing)
+
+    first, second = hub.comments_on(number)
+    assert first.splitlines()[0] == marker("evals / gate (os=ubuntu-latest, python-version=3.10)")
+    assert "FAIL · `evals / gate (os=ubuntu-latest, python-version=3.10)`" in first
+    assert "PASS · `evals / gate (os=ubuntu-latest, python-version=3.13)`" in second
+    assert len(hub.calls("POST", r"/comments$")) == 2 and hub.calls("PATCH") == []
+
+
+def test_a_leg_takes_over_the_comment_the_legs_used_to_share(hub: GitHubStandIn) -> None:
+    number = pull_request(hub)
+    shared = f"{marker('evals / gate')}\nthe last leg's, overwritten in turns"
+    hub.add_comment(number, shared, author="github-actions[bot]")
+
+    post_leg(hub, number, PY310, changed_run())
+    post_leg(hub, number, PY313, changed_run())
+
+    first, second = hub.comments_on(number)
+    assert first.splitlines()[0] == marker("evals / gate (os=ubuntu-latest, python-version=3.10)")
+    assert second.splitlines()[0] == marker("evals / gate (os=ubuntu-latest, python-version=3.13)")
+    assert len(hub.calls("POST", r"/comments$")) == 1
+
+
+def test_the_job_names_its_matrix_leg_and_its_shard() -> None:
+    env = {"GITHUB_WORKFLOW": "evals", "GITHUB_JOB": "gate", "FIREWALL_JOB_KEY": PY310}
+
+    assert job_of(env, "2/4") == "evals / gate (os=ubuntu-latest, python-version=3.10, shard 2/4)"
+    assert job_of({**env, "FIREWALL_JOB_KEY": "null"}) == "evals / gate"  # no matrix
+    assert job_of({**env, "FIREWALL_JOB_KEY": '{"include": {"a": [1]}}'}) == (
+        'evals / gate (include={"a":[1]})'
+    )
+    assert job_of({**env, "FIREWALL_JOB_KEY": " smoke  evals\n"}) == "evals / gate (smoke evals)"
+
+
+def test_two_long_names_that_differ_past_the_cut_keep_two_markers() -> None:
+    long = "evals / gate (" + ", ".join(f"axis{i}=value" for i in range(20))
+    first, second = marker(long + ", last=1)"), marker(long + ", last=2)")
+
+    assert first != second and len(first) == len(second)
+    assert first.endswith(" -->") and first.count("-->") == 1
+
+
+def test_the_comment_makes_no_pulls_call_so_issues_write_is_enough() -> None:
+    """A private repository refuses `GET /pulls/N` to a token without `pull-requests: read`;
+    the comment goes through the issue endpoints alone."""
+    with GitHubStandIn(private=True, permissions={"issues": "write"}) as hub:
+        number = pull_request(hub)
+
+        assert post(hub, number) == []
+        assert post(hub, number, make_artefact(make_report("steady", Status.PASS))) == []
+
+        [body] = hub.comments_on(number)
+        assert "Nothing changed" in body
+        assert hub.calls(path=r"/pulls") == []
+
+
+def test_pull_requests_write_alone_is_enough_too() -> None:
+    with GitHubStandIn(private=True, permissions={"pull-requests": "write"}) as hub:
+        number = pull_request(hub)
+
+        assert post(hub, number) == []
+        assert len(hub.comments_on(number)) == 1
+
+
+def test_a_token_without_the_permission_is_told_which_it_needs() -> None:
+    with GitHubStandIn(private=True, permissions={"contents": "write"}) as hub:
+        number = pull_request(hub)
+
+        [warning] = post(hub, number)
+
+        assert "403 Resource not accessible by integration" in warning
+        assert "`permissions: issues: write` (or `pull-requests: write`)" in warning
+        assert "fork" not in warning
+
+
+def test_a_fork_is_blamed_only_when_the_pull_request_comes_from_one(
+    hub: GitHubStandIn, tmp_path: Path
+) -> None:
+    number = pull_request(hub)
+    payload = pull_request_payload(
+        hub.repository,
+        "main",
+        number=number,
+        head="fix",
+        head_sha="a" * 40,
+        base="main",
+        base_sha="b" * 40,
+    )
+    head = payload["pull_request"]["head"]  # type: ignore[index]
+    head["repo"] = {**head["repo"], "full_name": "mallory/widgets"}
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(payload))
+    hub.fail("read-only", method="POST", path=r"/comments$")
+
+    [warning] = publish_comment(
+        changed_run(),
+        pull=number,
+        before=MAIN,
+        default_branch="main",
+        env={**env_of(hub), "GITHUB_EVENT_PATH": str(event)},
+        dry_run=False,
+        echo=[].append,
+        transport=FAST,
+    )
+
+    assert "a pull request from the fork mallory/widgets gets a read-only GITHUB_TOKEN" in warning
+    assert "permissions:" not in warning
+    assert fork_of({"GITHUB_EVENT_PATH": str(event)}) == "mallory/widgets"
+    head["repo"] = {**head["repo"], "full_name": "ACME/widgets"}
+    event.write_text(json.dumps(payload))
+    assert fork_of({"GITHUB_EVENT_PATH": str(event)}) is None
+    assert fork_of({"GITHUB_EVENT_PATH": str(tmp_path / "none.json")}) is None
+
+
 def test_a_repository_with_issues_disabled_still_takes_the_comment() -> None:
     with GitHubStandIn(has_issues=False) as hub:
         number = pull_request(hub)
@@ -394,7 +537,9 @@ def test_a_repository_with_issues_disabled_still_takes_the_comment() -> None:
 
 
 FAILURES = {
-    "read-only": "403 Resource not accessible by integration (a read-only token on a fork PR?",
+    "read-only": "403 Resource not accessible by integration (the token may not write the pull "
+    "request's conversation: give the job `permissions: issues: write` (or `pull-requests: "
+    "write`), or pass a token that may as the action's `github-token`)",
     "rate-limit": "403 API rate limit exceeded for installation ID 4242. (it resets at ",
     "secondary-rate-limit": "You have exceeded a secondary rate limit.",
     "503": "503 Server Error (GitHub is having trouble; the next run tries again)",

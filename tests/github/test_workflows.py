@@ -19,6 +19,7 @@ else:
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
+REPORT_PATH = "${{ steps.firewall.outputs.report || 'firewall-report.json' }}"
 OUTPUTS = {"status", "exit-code", "pass", "fail", "quarantine", "quarantined", "error", "report"}
 
 
@@ -43,7 +44,8 @@ def test_action_is_composite_and_exposes_every_output() -> None:
     assert action["runs"]["using"] == "composite"
     assert set(action["outputs"]) == OUTPUTS
     for name, output in action["outputs"].items():
-        assert output["value"] == f"${{{{ steps.firewall.outputs.{name} }}}}"
+        step = "report.outputs.path" if name == "report" else f"firewall.outputs.{name}"
+        assert output["value"] == f"${{{{ steps.{step} }}}}"
     assert {"args", "python-version", "working-directory", "command"} <= set(action["inputs"])
     assert any(step.get("id") == "firewall" for step in action["runs"]["steps"])
 
@@ -97,7 +99,7 @@ def test_the_pr_gate_uses_this_action_and_uploads_the_report() -> None:
     steps = workflow["jobs"]["gate"]["steps"]
     assert any(step.get("uses") == "./" for step in steps)
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
-    assert upload["if"] == "always()" and upload["with"]["path"] == "firewall-report.json"
+    assert upload["if"] == "always()" and upload["with"]["path"] == REPORT_PATH
     assert "main" in workflow["on"]["push"]["branches"], "the default branch's runs keep history"
     assert workflow["permissions"] == {"contents": "write", "issues": "write"}
 
@@ -153,3 +155,52 @@ def test_the_lowest_constraints_pin_exactly_the_declared_floors() -> None:
     job = load(WORKFLOWS / "ci.yml")["jobs"]["lowest"]
     assert job["steps"][1]["with"]["python-version"] == project["requires-python"].lstrip(">=")
     assert "-c tests/constraints-lowest.txt" in " ".join(scripts({"jobs": {"lowest": job}}))
+
+
+def gate_workflows(tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Every workflow that runs on pull requests and on the default branch: this project's
+    and the ones `firewall init` writes."""
+    scaffold(tmp_path)
+    written = tmp_path / ".github" / "workflows"
+    return [
+        ("ci.yml", load(WORKFLOWS / "ci.yml")),
+        ("firewall.yml", load(WORKFLOWS / "firewall.yml")),
+        ("init: firewall.yml", load(written / "firewall.yml")),
+    ]
+
+
+def test_only_pull_requests_cancel_their_older_runs(tmp_path: Path) -> None:
+    """The default branch's runs are the baseline: none is cancelled, and none waits in a
+    shared group, where GitHub drops a pending run when a newer one arrives."""
+    for name, workflow in gate_workflows(tmp_path):
+        concurrency = workflow["concurrency"]
+        assert concurrency["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}", (
+            name
+        )
+        group = concurrency["group"]
+        assert "github.event_name == 'pull_request' && github.ref || github.run_id" in group, name
+
+
+def test_the_readme_snippet_cancels_only_pull_requests() -> None:
+    readme = (REPO / "README.md").read_text()
+    snippet = readme.split("## GitHub Actions", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    workflow = yaml.safe_load(snippet)
+    assert workflow["concurrency"] == load(WORKFLOWS / "firewall.yml")["concurrency"]
+    assert workflow["permissions"] == {"contents": "write", "issues": "write"}
+
+
+def test_every_upload_takes_the_path_the_action_reports(tmp_path: Path) -> None:
+    scaffold(tmp_path)
+    written = tmp_path / ".github" / "workflows"
+    for path in (WORKFLOWS / "firewall.yml", WORKFLOWS / "nightly.yml", *written.glob("*.yml")):
+        steps = [s for job in load(path)["jobs"].values() for s in job["steps"]]
+        ids = {s.get("id") for s in steps}
+        uploads = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-")]
+        assert uploads and "firewall" in ids, path
+        assert all(s["with"]["path"] == REPORT_PATH for s in uploads), path
+
+
+def test_the_gate_needs_no_pull_requests_permission_for_its_comment(tmp_path: Path) -> None:
+    scaffold(tmp_path)
+    gate = load(tmp_path / ".github" / "workflows" / "firewall.yml")
+    assert gate["permissions"] == {"contents": "write", "issues": "write"}
