@@ -43,7 +43,7 @@ def gate(
     `firewall run`; a part that was interrupted makes the gate's result
     incomplete (exit 130).
     """
-    ctx = context.load(config_path, with_evals=False)
+    ctx = context.load(config_path, with_evals=False, dry_run=dry_run)
     options = RunOptions(
         dry_run=dry_run, report=report, issues=not no_issues, allow_partial=allow_partial
     )

@@ -49,7 +49,7 @@ def nightly_command(
     eval leaves the registry and is gated again. Always exits 0 unless it
     could not run at all: the nightly run never blocks anything.
     """
-    ctx = context.load(config_path)
+    ctx = context.load(config_path, dry_run=dry_run)
     options = NightlyOptions(
         k=k,
         seed=seed or RANDOM,

@@ -59,7 +59,7 @@ def run(
     fail when their median is below `threshold`. Evals already in the
     quarantine registry are skipped unless --include-quarantined.
     """
-    ctx = context.load(config_path, ids, tags, require=True)
+    ctx = context.load(config_path, ids, tags, require=True, dry_run=dry_run)
     options = RunOptions(
         k=k,
         seed=seed,

@@ -84,7 +84,12 @@ def propose(
     """Carry the job's registry changes to the rolling pull request."""
     remote = ctx.settings.state.remote or "origin"
     git = Git(ctx.cwd, ctx.env)
-    base = base or ctx.checkout.default_branch or "main"
+    base = base or ctx.checkout.default_branch
+    if base is None:  # the same answer every command has: never a guess at `main`
+        raise UsageError(
+            f"cannot tell the repository's default branch to propose against "
+            f"({ctx.checkout.default_source}); pass --base BRANCH"
+        )
     path = _repo_path(git, ctx.cwd / ctx.settings.registry)
     base_tip = _fetch(git, remote, base, "refs/firewall/base")
     if base_tip is None:
