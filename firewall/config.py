@@ -197,6 +197,9 @@ class GitHub(_Strict):
     comment: bool = True  # one comment on each pull request, edited on every run
     labels: list[Label] = Field(default_factory=lambda: ["flaky-eval"], min_length=1)
     budget: float = 30.0  # seconds all GitHub calls of one run may take together
+    # Whether evals inherit the firewall's GitHub token (GITHUB_TOKEN, GH_TOKEN, the
+    # action's input): off, since whatever an eval can read it can print.
+    share_token: bool = False
 
     @field_validator("budget")
     @classmethod

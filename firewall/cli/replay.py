@@ -51,7 +51,11 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
     """
     project = context.load(config_path, [eval_id])
     spec = project.specs[0]
-    outcome, record = run_one(Task(spec, trial, seed, spec.k), cwd=project.cwd)
+    outcome, record = run_one(
+        Task(spec, trial, seed, spec.k),
+        cwd=project.cwd,
+        share_token=project.settings.github.share_token,
+    )
     if outcome.error is None:
         output.echo_json(json.dumps(outcome.payload, indent=2, sort_keys=True))
     if outcome.traceback:

@@ -17,6 +17,11 @@ is an ``IssueError``; what concerns one issue, in a block that names its eval
 ``IssueRefused`` that costs only that eval. A transferred issue is followed by
 PyGithub (GitHub answers 301) to the repository it now lives in, and
 ``IssueView.repository`` says which.
+
+No secret leaves through it: every title and body a session sends (issues,
+comments, edits, pull requests) goes through ``Session.outgoing``, which takes
+out the secrets of the environment the session was built from
+(``firewall.secrets``), before it cuts the text to GitHub's limit.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from firewall.github.problems import (
 from firewall.github.proposals import Closed, Proposal
 from firewall.github.tracker import IssueBook
 from firewall.github.transport import DEFAULT_TRANSPORT, Transport, retry_for
+from firewall.secrets import Secrets
 
 __all__ = [  # Transport with them: callers build one to hand in
     "GitHubIssues",
@@ -107,10 +113,13 @@ class Session:
         base_url: str,
         transport: Transport,
         budget: Budget | None = None,
+        secrets: Secrets | None = None,
     ) -> None:
+        """``secrets``: what no text sent may hold (default: the token's value alone)."""
         self.repository = repository
         self.base_url = base_url.rstrip("/")
         self.budget = budget or Budget()
+        self.secrets = secrets if secrets is not None else Secrets([token])
         self._token = token
         self._transport = transport
         self._client = Github(
@@ -169,7 +178,13 @@ class Session:
         return refusal(action, status, data, headers, eval_id=eval_id, number=number)
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        return self.secrets.scrub(text.replace(self._token, "***") if self._token else text)
+
+    def outgoing(self, text: str) -> str:
+        """A title or body as it may be sent: without secrets, cut to GitHub's limit. Every
+        text a session sends goes through here; the secrets go first, so that no cut can
+        leave half of one."""
+        return fit(self.secrets.scrub(text))
 
     def _call(self, call: Callable[[], T]) -> T:
         """``call()``, PyGithub at work, within the run's budget; an answer it could not read
@@ -236,16 +251,18 @@ class RestIssues(Session):
     @_bounded
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> IssueView:
         return self._keep(
-            self._repository().create_issue(title=title, body=fit(body), labels=list(labels))
+            self._repository().create_issue(
+                title=self.outgoing(title), body=self.outgoing(body), labels=list(labels)
+            )
         )
 
     @_bounded
     def edit_issue(self, number: int, *, title: str | None = None, body: str | None = None) -> None:
         issue = self._issue(number)
         if title is not None:
-            issue.edit(title=title)
+            issue.edit(title=self.outgoing(title))
         if body is not None:
-            issue.edit(body=fit(body))
+            issue.edit(body=self.outgoing(body))
 
     @_bounded
     def close_issue(self, number: int, reason: str) -> None:
@@ -261,7 +278,7 @@ class RestIssues(Session):
 
     @_bounded
     def comment(self, number: int, body: str) -> None:
-        self._issue(number).create_comment(fit(body))
+        self._issue(number).create_comment(self.outgoing(body))
 
     @_bounded
     def comment_bodies(self, number: int) -> list[str]:
@@ -314,9 +331,15 @@ class GitHubIssues(IssueBook):
         base_url: str = DEFAULT_API_URL,
         transport: Transport = DEFAULT_TRANSPORT,
         budget: Budget | None = None,
+        secrets: Secrets | None = None,
     ) -> None:
         self.rest = RestIssues(
-            repository, token, base_url=base_url, transport=transport, budget=budget
+            repository,
+            token,
+            base_url=base_url,
+            transport=transport,
+            budget=budget,
+            secrets=secrets,
         )
         super().__init__(self.rest, labels)
         self.repository = repository
@@ -334,7 +357,7 @@ class GitHubPullRequests(Session):
         existing = self._open_pull(owner, head, base)
         if existing is not None:
             return self._update(existing, head, title, body)
-        text = fit(body)
+        text, title = self.outgoing(body), self.outgoing(title)
         with self.calling(f"open a pull request from {head} into {base}"):
             try:
                 return self._call(
@@ -386,7 +409,7 @@ class GitHubPullRequests(Session):
             return self._call(find)
 
     def _update(self, existing: Proposal, head: str, title: str, body: str) -> Proposal:
-        text = fit(body)
+        text, title = self.outgoing(body), self.outgoing(title)
         with self.calling(f"update pull request #{existing.number} from {head}"):
             self._call(
                 lambda: self._repository().get_pull(existing.number).edit(title=title, body=text)
@@ -409,7 +432,12 @@ def from_environment(
     if found is None:
         return None
     return GitHubIssues(
-        *found, labels=labels, base_url=_api_url(env), transport=transport, budget=budget
+        *found,
+        labels=labels,
+        base_url=_api_url(env),
+        transport=transport,
+        budget=budget,
+        secrets=Secrets.from_env(env),
     )
 
 
@@ -435,7 +463,13 @@ def session_from_environment(
     found = _repository_and_token(env)
     if found is None:
         return None
-    return kind(*found, base_url=_api_url(env), transport=transport, budget=budget)
+    return kind(
+        *found,
+        base_url=_api_url(env),
+        transport=transport,
+        budget=budget,
+        secrets=Secrets.from_env(env),
+    )
 
 
 def _repository_and_token(env: Mapping[str, str]) -> tuple[str, str] | None:

@@ -32,11 +32,11 @@ from firewall.artefact import Artefact
 from firewall.errors import IssueError
 from firewall.github.budget import Budget, BudgetSpent, spent_warning
 from firewall.github.client import Session, session_from_environment
-from firewall.github.markers import fit
 from firewall.github.problems import message_of
 from firewall.github.transport import DEFAULT_TRANSPORT, Transport
 from firewall.policy import Status
 from firewall.report.comment import MARKER, describe, marker, render_comment
+from firewall.secrets import Secrets
 
 __all__ = ["GitHubComment", "Posted", "fork_of", "job_of", "publish_comment", "summary_url"]
 
@@ -58,7 +58,7 @@ class GitHubComment(Session):
         """Edit this job's firewall comment on the pull request to say ``body`` (whose first
         line is the job's marker), or create it. With none of its own, the first comment
         found with one of the ``older`` markers, in their order, becomes this job's."""
-        text = fit(body)
+        text = self.outgoing(body)
         mark = text.lstrip().split("\n", 1)[0]
         where = f"pull request #{number}"
         with self.calling(f"find the firewall's comment on {where}"):
@@ -131,10 +131,14 @@ def publish_comment(
     would be posted (through ``echo``) and call nothing. Without a token and a
     repository nothing is posted and nothing said, as for issues. ``fork``: the
     repository a pull request from a fork comes from (None: read from the event, see
-    ``fork_of``).
+    ``fork_of``). The secrets of ``env`` are taken out of the artefact before the
+    comment quotes it (a reason cut to a cell's width would keep half of one) and out of
+    the comment as it is sent.
     """
+    secrets = Secrets.from_env(env)
+    artefact = secrets.scrub_model(artefact)
     if dry_run:
-        summary = describe(artefact, before, default_branch)
+        summary = secrets.scrub(describe(artefact, before, default_branch))
         echo(f"would comment on pull request #{pull}, or edit the firewall's comment: {summary}")
         return []
     job = job_of(env, artefact.run.shard)

@@ -6,6 +6,13 @@ does it for real (the logic is ``tracker.IssueBook``; PyGithub is imported in
 what it would do (``--dry-run``, ``--no-issues``). What the issues say is in
 ``issue_text``; the markers they are found by, in ``markers``.
 
+**No secrets.** ``sync.tracker_for`` hands either one its values through
+``ScrubbedIssues``, which takes the environment's secrets (``firewall.secrets``)
+out of every report, entry, event and candidate before an issue (or a dry run's
+line) quotes it: an issue cuts and escapes what it quotes, which could keep part
+of a value that only the whole of is looked for. ``client.Session`` scrubs the
+text it sends once more.
+
 **Found again.** An eval's issue is the open issue whose body carries the
 marker ``<!-- firewall:eval=ID -->``: looked for first among the issues with
 the label, then (once a run, and only when an issue would otherwise be
@@ -50,6 +57,7 @@ from firewall.artefact import EvalReport
 from firewall.lifecycle import Candidate as Candidate  # its home is the core: re-exported
 from firewall.lifecycle import Entry, Event
 from firewall.lifecycle import ProbeNumbers as ProbeNumbers
+from firewall.secrets import Secrets
 from firewall.timeutil import Timestamp, to_text
 
 DEFAULT_LABEL = "flaky-eval"
@@ -187,3 +195,54 @@ class RecordingIssues:
         self.actions.append(line)
         if self._echo is not None:
             self._echo(line)
+
+
+class ScrubbedIssues:
+    """A tracker that hands ``tracker`` only values without ``secrets`` in them."""
+
+    def __init__(self, tracker: IssueTracker, secrets: Secrets) -> None:
+        self.tracker = tracker
+        self.secrets = secrets
+        self.notes = tracker.notes
+
+    def open_or_comment(self, eval_id: str, ctx: IssueContext) -> int | None:
+        return self.tracker.open_or_comment(eval_id, self._context(ctx))
+
+    def adopt_or_open(self, eval_id: str, ctx: IssueContext) -> int | None:
+        return self.tracker.adopt_or_open(eval_id, self._context(ctx))
+
+    def update_status(self, eval_id: str, issue: int, ctx: IssueContext, event: Event) -> None:
+        message = self.secrets.scrub(event.message)
+        scrubbed = dataclasses.replace(event, message=message)
+        self.tracker.update_status(eval_id, issue, self._context(ctx), scrubbed)
+
+    def close(self, eval_id: str, issue: int | None, message: str) -> None:
+        self.tracker.close(eval_id, issue, self.secrets.scrub(message))
+
+    def open_issues(self) -> dict[str, int]:
+        return self.tracker.open_issues()
+
+    def not_planned(self) -> dict[str, NotPlanned]:
+        return self.tracker.not_planned()
+
+    def record_candidate(self, eval_id: str, candidate: Candidate) -> int | None:
+        return self.tracker.record_candidate(eval_id, self.secrets.scrub_model(candidate))
+
+    def candidates(self) -> dict[str, Candidate]:
+        return self.tracker.candidates()
+
+    def dismiss_candidate(self, eval_id: str, reprobe: ProbeNumbers) -> None:
+        self.tracker.dismiss_candidate(eval_id, self.secrets.scrub_model(reprobe))
+
+    def note_proposal(self, eval_id: str, pull: int, change: Change) -> None:
+        self.tracker.note_proposal(eval_id, pull, change)
+
+    def _context(self, ctx: IssueContext) -> IssueContext:
+        scrub = self.secrets
+        return dataclasses.replace(
+            ctx,
+            report=None if ctx.report is None else scrub.scrub_model(ctx.report),
+            entry=scrub.scrub_model(ctx.entry),
+            replay=scrub.scrub(ctx.replay),
+            trend=scrub.scrub(ctx.trend),
+        )

@@ -4,6 +4,10 @@ Only when ``GITHUB_ACTIONS=true``. Nothing here may change a decision or an
 exit code: a summary or output file that cannot be written becomes a warning.
 The files are written first, so that the annotations (one budget for the
 evals' and the firewall's own warnings) can say what went wrong writing them.
+
+No secret of the job's environment (``firewall.secrets``) reaches the summary,
+the outputs or the annotations (which GitHub keeps on the pull request): the
+artefact is scrubbed before anything is rendered from it, and each text after.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from firewall.github.summary import append_summary
 from firewall.lifecycle import Entry, overdue
 from firewall.report import status as triage
 from firewall.report.markdown import render_summary
+from firewall.secrets import Secrets
 
 
 @dataclasses.dataclass
@@ -50,17 +55,24 @@ def publish(
     """
     if not in_actions(env):
         return Publication(problems=list(problems))
+    secrets = Secrets.from_env(env)
+    artefact = secrets.scrub_model(artefact)
     late = overdue(dict(entries), at)
     workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None
     result = Publication(problems=list(problems))
     if report_path is None:  # a dry run changes no file, the step's files included
         more_in = "the output above (a dry run writes no summary or report)"
-    elif _write_files(artefact, report_path, entries, trends, env, late, issue_links, result):
+    elif _write_files(
+        artefact, report_path, entries, trends, env, late, issue_links, result, secrets
+    ):
         more_in = MORE_IN
     else:
         more_in = "the JSON report"
-    result.annotations = annotations_for(
-        artefact, overdue=late, workspace=workspace, problems=result.problems, more_in=more_in
+    result.problems = secrets.scrub_data(result.problems)
+    result.annotations = secrets.scrub_data(
+        annotations_for(
+            artefact, overdue=late, workspace=workspace, problems=result.problems, more_in=more_in
+        )
     )
     return result
 
@@ -74,6 +86,7 @@ def _write_files(
     late: Sequence[str],
     issue_links: Mapping[str, str] | None,
     result: Publication,
+    secrets: Secrets,
 ) -> bool:
     """The job summary and the step outputs; whether the summary was written."""
     written = False
@@ -87,7 +100,7 @@ def _write_files(
             artefact, trends=trends, issue_links=links, overdue=late, report=str(report_path)
         )
         try:
-            append_summary(Path(env["GITHUB_STEP_SUMMARY"]), markdown)
+            append_summary(Path(env["GITHUB_STEP_SUMMARY"]), secrets.scrub(markdown))
         except WriteError as exc:  # names the file and what to do already
             result.problems.append(str(exc))
         except OSError as exc:
@@ -96,7 +109,8 @@ def _write_files(
             written = True
     if env.get("GITHUB_OUTPUT"):
         try:
-            write_outputs(Path(env["GITHUB_OUTPUT"]), outputs_for(artefact, report_path))
+            outputs = secrets.scrub_data(outputs_for(artefact, report_path))
+            write_outputs(Path(env["GITHUB_OUTPUT"]), outputs)
         except WriteError as exc:
             result.problems.append(str(exc))
         except (OSError, ValueError) as exc:

@@ -30,8 +30,10 @@ from firewall.github.issues import (
     IssueTracker,
     ProbeNumbers,
     RecordingIssues,
+    ScrubbedIssues,
 )
 from firewall.lifecycle import Entry, Event
+from firewall.secrets import Secrets
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -66,18 +68,23 @@ def tracker_for(
     """Which tracker this run uses: none, a recording one (dry run), or GitHub's.
 
     ``budget``: the run's time for GitHub, shared by every tracker of one command
-    (default: a fresh one of ``[github] budget`` seconds).
+    (default: a fresh one of ``[github] budget`` seconds). Either tracker is handed
+    only values without the secrets of ``env`` (``issues.ScrubbedIssues``).
     """
     if not settings.github.issues:
         return None
+    tracker: IssueTracker | None
     if dry_run or no_issues:
-        return RecordingIssues(settings.github.labels, echo=echo)
-    if not env.get("GITHUB_TOKEN") or not env.get("GITHUB_REPOSITORY"):
+        tracker = RecordingIssues(settings.github.labels, echo=echo)
+    elif not env.get("GITHUB_TOKEN") or not env.get("GITHUB_REPOSITORY"):
         return None
-    from firewall.github.client import from_environment  # PyGithub loads only when needed
+    else:
+        from firewall.github.client import from_environment  # PyGithub loads only when needed
 
-    budget = budget or Budget(settings.github.budget)
-    return from_environment(settings.github.labels, env, budget=budget)
+        budget = budget or Budget(settings.github.budget)
+        tracker = from_environment(settings.github.labels, env, budget=budget)
+    secrets = Secrets.from_env(env)
+    return ScrubbedIssues(tracker, secrets) if tracker is not None and secrets else tracker
 
 
 def context(

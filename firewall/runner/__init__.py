@@ -18,6 +18,11 @@ saves both by being ``async def``.
 A run's processes end with it, and its scratch directory goes, on every exit
 path, the firewall's own SIGKILL included: ``reaper.py`` says how, and what
 each trial's end kills.
+
+A trial does not inherit the firewall's own GitHub token (``secrets.TOKEN_NAMES``:
+``GITHUB_TOKEN``, ``GH_TOKEN``, the action's input) unless the runner is told to
+share it (``[github] share_token``): the firewall needs it to open issues, an eval
+does not, and whatever an eval can read it can print.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -42,6 +47,7 @@ from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
 from firewall.runner.throttle import Throttle
 from firewall.runner.trial import SuiteCase, TrialRecord, error_record, record_from_payload
+from firewall.secrets import TOKEN_NAMES, without_token
 from firewall.spec import EvalSpec
 
 __all__ = ["Interrupted", "Runner", "Schedule", "Task", "execute", "replay"]
@@ -95,7 +101,11 @@ class Runner:
         cwd: Path,
         progress: Progress | None = None,
         pool_workers: int | None = None,
+        share_token: bool = False,
     ) -> None:
+        """``share_token``: the trials inherit the firewall's GitHub token (``[github]
+        share_token``); by default they do not."""
+        self._share_token = share_token
         self._concurrency = concurrency
         self._pool_workers = pool_workers  # async trials' worker processes; None: one per CPU
         self._cwd = cwd
@@ -108,6 +118,7 @@ class Runner:
         self._active: dict[int, int] = {}  # slot -> pid of the process running its trial
         self._throttle = Throttle()  # the run's rate limits, shared by every slot
         self._pool: AsyncPool | None = None  # the async trials' workers, while a run lasts
+        self._command_env: Mapping[str, str] | None = None  # a command's, if not inherited
 
     def run(self, tasks: Sequence[Task]) -> list[TrialRecord]:
         """Run every task; the records come back in task order."""
@@ -123,7 +134,11 @@ class Runner:
         finished: dict[int, TrialRecord] = {}
         handed: list[Task] = []
         done: queue.SimpleQueue[tuple[int, TrialRecord | None]] = queue.SimpleQueue()
-        with Reaper() as reaper:
+        base = trial_environment(share_token=self._share_token)
+        with Reaper(base) as reaper:
+            # A command's shell inherits the firewall's environment (the cheaper spawn)
+            # unless the trials' must differ from it.
+            self._command_env = None if base is None else reaper.environment
             pool = self._pool = AsyncPool(
                 self._cwd, reaper.environment, self._concurrency, self._pool_workers
             )
@@ -245,6 +260,7 @@ class Runner:
                         scratch=scratch,
                         register=register,
                         pool=pool,
+                        env=self._command_env,
                     )
                 except Exception as exc:  # a runner bug costs one trial, not the run
                     outcome = Outcome(error=f"internal error running the trial: {exc!r}")
@@ -273,11 +289,13 @@ def execute(
     register: Callable[[int | None], None] = lambda pid: None,
     keep_output: bool = False,
     pool: AsyncPool | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Outcome:
     """Run one trial of one eval and return what it reported.
 
     ``scratch`` is the run's scratch directory (``Reaper.scratch``); a worker's
-    environment carries its mark already. ``keep_output`` keeps what the trial
+    environment carries its mark already. ``env``: a command's environment, when it
+    is not the firewall's own (``trial_environment``). ``keep_output`` keeps what the trial
     printed even when it succeeded (`firewall replay`); otherwise only an errored
     trial's is kept. With a ``pool``, an async Python eval's trial runs there,
     unless the eval is isolated or the pool hands it back to run alone.
@@ -331,7 +349,16 @@ def execute(
         register=register,
         keep_output=keep_output,
         junit=_junit_path(spec, cwd, result_path, task.index) if spec.result == "junit" else None,
+        env=env,
     )
+
+
+def trial_environment(*, share_token: bool) -> dict[str, str] | None:
+    """The environment of a run's trials, or None when it is the firewall's own: without
+    the firewall's GitHub token unless ``share_token``."""
+    if share_token or not any(name in os.environ for name in TOKEN_NAMES):
+        return None
+    return without_token(os.environ)
 
 
 def _inspect_target(spec: EvalSpec) -> str:
@@ -395,10 +422,11 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
     return record
 
 
-def replay(task: Task, *, cwd: Path) -> tuple[Outcome, TrialRecord]:
+def replay(task: Task, *, cwd: Path, share_token: bool = False) -> tuple[Outcome, TrialRecord]:
     """Run one trial on its own, as `firewall replay` does: what it reported (and printed),
-    and its record."""
-    with Reaper() as reaper:
+    and its record (``share_token`` as for ``Runner``)."""
+    base = trial_environment(share_token=share_token)
+    with Reaper(base) as reaper:
         worker = PythonWorker(cwd, reaper.environment)
         started = time.perf_counter()
         try:
@@ -409,6 +437,7 @@ def replay(task: Task, *, cwd: Path) -> tuple[Outcome, TrialRecord]:
                 result_path=reaper.scratch / "result.json",
                 scratch=reaper.scratch,
                 keep_output=True,
+                env=None if base is None else reaper.environment,
             )
         finally:
             worker.close()

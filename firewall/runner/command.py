@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from firewall.runner._supervisor import descendants, kill_all
@@ -59,15 +59,20 @@ def run_command(
     register: Callable[[int | None], None] = lambda pid: None,
     keep_output: bool = False,
     junit: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Outcome:
     """Run one trial of a command eval (``keep_output``: what it printed, passed or not).
 
     The shell itself exports the ``FIREWALL_*`` variables, on the command's first
-    line, and the process inherits the rest of the environment: handing Popen an
-    ``env`` mapping makes it encode every variable again for every trial, about 7 %
-    of the cost of spawning a short command. The first of them, ``FIREWALL_SCRATCH``,
-    is the run's mark (``reaper.py``): at the head of the shell's script, and in the
-    environment of whatever it starts.
+    line. The first of them, ``FIREWALL_SCRATCH``, is the run's mark (``reaper.py``):
+    at the head of the shell's script, and in the environment of whatever it starts.
+
+    The process inherits the rest of the environment unless ``env`` is given: handing
+    Popen an ``env`` mapping makes it encode every variable again for every trial,
+    about 7 % of the cost of spawning a short command, so the runner hands one only
+    when the trial's environment must differ from the firewall's (its GitHub token
+    left out). The shell cannot leave the token out itself: ``unset`` takes no
+    ``INPUT_GITHUB-TOKEN``, whose name is no shell variable's.
     """
     result = str(result_path)
     values = {"seed": str(seed), "trial": str(trial), "eval_id": eval_id, "result": result}
@@ -83,6 +88,7 @@ def run_command(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        env=env,
     )
     register(proc.pid)
     try:

@@ -58,6 +58,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 TYPE_CHECKING = False
@@ -76,14 +77,14 @@ def shell_mark(scratch: str) -> str:
 class Reaper:
     """A run's scratch directory, and the supervisor that ends the run's processes and removes it.
 
-    ``environment`` is the environment for the run's workers: the caller's, marked.
-    Closing (or leaving the ``with`` block) sweeps and waits for the sweep.
+    ``environment`` is the environment for the run's workers: ``base`` (the caller's by
+    default), marked. Closing (or leaving the ``with`` block) sweeps and waits for the sweep.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, base: Mapping[str, str] | None = None) -> None:
         self.scratch = Path(tempfile.mkdtemp(prefix="firewall-"))
         scratch = str(self.scratch)
-        self.environment = {**os.environ, MARKER: scratch}
+        self.environment = {**(os.environ if base is None else base), MARKER: scratch}
         read, self._pipe = os.pipe()  # both ends close-on-exec: no trial inherits the write end
         try:
             self._supervisor = subprocess.Popen(

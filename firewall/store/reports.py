@@ -1,4 +1,5 @@
-"""The artefact file: written atomically, read back with its schema version checked."""
+"""The artefact file: written atomically, without secrets, read back with its schema version
+checked."""
 
 from __future__ import annotations
 
@@ -7,12 +8,20 @@ from pathlib import Path
 
 from firewall.artefact import SCHEMA_VERSION, Artefact
 from firewall.errors import ArtefactError
+from firewall.secrets import Secrets
 from firewall.store.atomic import write_atomic
 from firewall.store.jsonfile import read_versioned
 
 
-def write_report(path: Path, artefact: Artefact) -> None:
-    """Replace the report at ``path``; a ``WriteError`` naming it when that fails."""
+def write_report(path: Path, artefact: Artefact, *, secrets: Secrets | None = None) -> None:
+    """Replace the report at ``path``; a ``WriteError`` naming it when that fails.
+
+    ``secrets`` (``Secrets.from_env`` of the run's environment) are taken out of every
+    string of the report, keys included: CI uploads it, and anyone who can read the run
+    can download it.
+    """
+    if secrets:
+        artefact = secrets.scrub_model(artefact)
     write_atomic(path, artefact.to_json(), what="report")
 
 
