@@ -26,6 +26,7 @@ from firewall.output import in_actions
 from firewall.pipeline import keeper
 from firewall.pipeline.checkout import Checkout, in_ci
 from firewall.pipeline.keeper import Keeper
+from firewall.secrets import Secrets
 from firewall.spec import EvalSpec
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryStore, LocalHistory
@@ -80,6 +81,11 @@ class Context:
     @functools.cached_property
     def git(self) -> GitInfo:
         return GitInfo.find(self.cwd, self.env)
+
+    @functools.cached_property
+    def secrets(self) -> Secrets:
+        """The values no text the firewall posts or writes may carry (contract §7)."""
+        return Secrets.from_env(self.env)
 
     @functools.cached_property
     def checkout(self) -> Checkout:

@@ -78,8 +78,8 @@ def nightly(
         k=options.k or ctx.settings.nightly.k,
         progress=progress,
     )
-    reports = {
-        spec.id: judge(spec, part.trials[spec.id], blocking=False)
+    reports = {  # scrubbed: the lifecycle quotes them in entries, issues and the state branch
+        spec.id: ctx.secrets.scrub_model(judge(spec, part.trials[spec.id], blocking=False))
         for spec in part.specs
         if spec.id in part.trials
         and (options.probe_all or spec.suite is None or spec.id in wanted)  # a suite's others

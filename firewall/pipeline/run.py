@@ -163,7 +163,11 @@ def probe_part(
     base_seed = seed.draw()
     schedule = plan(probed, base_seed, k)
     grouped, complete = probe(
-        schedule, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
+        schedule,
+        concurrency=ctx.settings.concurrency,
+        cwd=ctx.cwd,
+        progress=progress,
+        share_token=ctx.settings.github.share_token,
     )
     effective = {spec.id: spec for spec in schedule.specs}
     # Suites become their cases here, before anything is decided or written.
@@ -195,7 +199,11 @@ def more_trials(
         specs, part.base_seed, wanted=lambda spec, trials: spec.max_k, start=part.trials
     )
     grouped, complete = probe(
-        schedule, concurrency=ctx.settings.concurrency, cwd=ctx.cwd, progress=progress
+        schedule,
+        concurrency=ctx.settings.concurrency,
+        cwd=ctx.cwd,
+        progress=progress,
+        share_token=ctx.settings.github.share_token,
     )
     return part.model_copy(
         update={
@@ -345,7 +353,8 @@ def keep(ctx: Context, artefact: Artefact, report_path: Path) -> Kept:
 def _finish(
     ctx: Context, artefact: Artefact, options: RunOptions, present: Present | None
 ) -> RunResult:
-    result = record(ctx, artefact, options)
+    # Decided: from here on every text is one the firewall may write or post (contract §7).
+    result = record(ctx, ctx.secrets.scrub_model(artefact), options)
     if present is not None:
         present(result)  # the table first, also when a file could not be written
     if not result.halted:

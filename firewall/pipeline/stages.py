@@ -50,9 +50,17 @@ def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> Schedule:
 
 
 def probe(
-    schedule: Schedule, *, concurrency: int, cwd: Path, progress: Progress | None = None
+    schedule: Schedule,
+    *,
+    concurrency: int,
+    cwd: Path,
+    progress: Progress | None = None,
+    share_token: bool = False,
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
-    """Run the trials; return them grouped by eval id, and whether the run completed."""
+    """Run the trials; return them grouped by eval id, and whether the run completed.
+
+    ``share_token`` (``[github] share_token``) lets the evals see the firewall's own
+    GitHub token; by default their environment goes without it."""
     step = None
     if progress is not None:
         progress.start(schedule.planned)
@@ -67,7 +75,9 @@ def probe(
 
     complete = True
     try:
-        Runner(concurrency=concurrency, cwd=cwd, progress=step).run_schedule(schedule)
+        Runner(
+            concurrency=concurrency, cwd=cwd, progress=step, share_token=share_token
+        ).run_schedule(schedule)
     except Interrupted:
         complete = False
     finally:

@@ -120,11 +120,6 @@ def test_the_pull_request_comment_candidate_issue_summary_and_outputs_carry_no_k
     assert annotations and not any(KEY in line for line in annotations)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the pipeline passes write_report(..., secrets=Secrets.from_env(ctx.env)) once "
-    "the lead engineer wires it (firewall/pipeline/run.py keep()); then drop this mark",
-)
 def test_the_artefact_carries_no_key(project: Path, hub: GitHubStandIn) -> None:
     run()
 
