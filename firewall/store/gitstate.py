@@ -245,28 +245,33 @@ def _run_day(name: str) -> str | None:
 def _refused(stderr: str) -> str | None:
     """Why the remote refused a push for good (not a race), with what to change; or None.
 
-    GitHub answers GH006 for a protected branch and GH013 for a repository rule; any
-    pre-receive hook may decline; a token without ``contents: write`` gets a 403.
+    GitHub answers GH006 for a protected branch and GH013 for a repository rule; a
+    token without ``contents: write`` gets a 403; any pre-receive hook may decline.
     Retrying any of them only spends the job's time.
     """
-    text = stderr.lower()
-    if (
-        "gh006" in text
-        or "gh013" in text
-        or "protected branch" in text
-        or "rule violations" in text
-    ):
+    if said := _line_with(stderr, ("gh006", "gh013", "protected branch", "rule violations")):
         return (
-            f"{last_line(stderr)}: the branch is protected by a branch protection rule or a "
-            "ruleset; exempt the state branch from it (it is written by the firewall alone)"
+            f"{said}: the branch is protected by a branch protection rule or a ruleset; "
+            "exempt the state branch from it (the firewall alone writes it)"
         )
-    if "pre-receive hook declined" in text or "hook declined" in text:
-        return f"{last_line(stderr)}: a server-side hook declined it; let the state branch through"
-    if "permission" in text or "403" in text or "write access" in text:
+    if said := _line_with(stderr, ("permission", "403", "write access")):
         return (
-            f"{last_line(stderr)}: the job's token may not push; give the workflow "
+            f"{said}: the job's token may not push; give the workflow "
             "`permissions: contents: write` (and keep persist-credentials on in actions/checkout)"
         )
+    if said := _line_with(stderr, ("hook declined",)):
+        return f"{said}: a server-side hook declined it; let the state branch through"
+    return None
+
+
+def _line_with(stderr: str, signs: Sequence[str]) -> str | None:
+    """The first line of git's answer that carries one of ``signs``, without git's prefixes."""
+    for line in stderr.splitlines():
+        if any(sign in line.lower() for sign in signs):
+            text = line.strip()
+            for prefix in ("remote:", "error:", "fatal:"):
+                text = text.removeprefix(prefix).strip()
+            return text
     return None
 
 

@@ -99,6 +99,50 @@ def test_interrupted_run_writes_an_incomplete_artefact_and_exits_130(
     assert not (tmp_path / "quarantine.json").exists()
 
 
+def test_an_interrupted_nightly_tells_actions_it_was_interrupted(tmp_path: Path) -> None:
+    """The process, the artefact and $GITHUB_OUTPUT agree: 130, never a nightly that passed."""
+    _slow_project(tmp_path)
+    (tmp_path / "quarantine.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "evals": {
+                    "slow-command": {
+                        "since": "2026-11-01T00:00:00Z",
+                        "source": "manual",
+                        "reason": "held",
+                    }
+                },
+            }
+        )
+    )
+    outputs = tmp_path / "output.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and k != "CI"}
+    env.update(GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(outputs), CI="true")
+    proc = subprocess.Popen(
+        [FIREWALL, "nightly", "--no-issues"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (tmp_path / "started-command").exists():
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout + stderr
+    artefact = json.loads((tmp_path / "firewall-report.json").read_text())
+    assert artefact["run"]["complete"] is False and artefact["summary"]["exit_code"] == 130
+    lines = outputs.read_text().splitlines()
+    said = {  # the heredoc form: name<<DELIMITER, the value, the delimiter
+        line.split("<<", 1)[0]: lines[i + 1] for i, line in enumerate(lines) if "<<" in line
+    }
+    assert (said["status"], said["exit-code"]) == ("error", "130")
+
+
 def test_config_error_names_file_and_key_without_traceback(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.firewall]\nk = 2\n")
     proc = firewall("run", cwd=tmp_path, check_code=2)

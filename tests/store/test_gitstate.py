@@ -163,7 +163,8 @@ def test_a_refused_push_is_said_once_and_changes_nothing_else(origin: Path, tmp_
     )
     shared.append(rows("r1"))
     shared.append(rows("r2"))
-    assert len(said) == 1 and "git push to origin/firewall-state failed" in said[0]
+    assert len(said) == 1 and "git push to origin/firewall-state was refused" in said[0]
+    assert "contents: write" in said[0], "it says what to change"
     assert [r.run_id for r in local.scan()] == ["r1"] * 3 + ["r2"] * 3
     with pytest.raises(subprocess.CalledProcessError):
         subprocess.run(
@@ -209,3 +210,73 @@ def test_git_never_waits_for_a_password(tmp_path: Path) -> None:
     assert Git(tmp_path).environment(None)["GIT_TERMINAL_PROMPT"] == "0"
     own = Git(tmp_path, {"GIT_SSH_COMMAND": "ssh -i key"}).environment(None)
     assert own["GIT_SSH_COMMAND"] == "ssh -i key"
+
+
+GH006 = """#!/bin/sh
+echo 'error: GH006: Protected branch update failed for refs/heads/firewall-state.' >&2
+echo 'error: Changes must be made through a pull request.' >&2
+exit 1
+"""
+
+
+def test_a_protected_state_branch_is_told_apart_from_a_lost_race(
+    origin: Path, tmp_path: Path
+) -> None:
+    """GitHub's branch protection answers GH006 (a ruleset GH013): retrying is no use, and
+    the message says what to change instead of "lost the race 5 times"."""
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text(GH006)
+    hook.chmod(0o755)
+    state = state_in(origin, tmp_path / "job")
+    with pytest.raises(StateError) as refused:
+        state.push(rows("r1"))
+    text = str(refused.value)
+    assert "was refused" in text and "GH006" in text and "exempt the state branch" in text
+    assert "lost the race" not in text
+
+
+def test_concurrent_writers_of_one_file_keep_each_others_evals(
+    origin: Path, tmp_path: Path
+) -> None:
+    """A push gate remembering an issue number while the nightly saves tonight's streaks:
+    each changes its own evals on the tip it lands on, so neither rolls the other back."""
+    from firewall.lifecycle import Progress
+    from firewall.store.progress import PROGRESS
+
+    first = state_in(origin, tmp_path / "nightly")
+    first.push([], updates={PROGRESS.path: PROGRESS.merge({"tone": lambda _: Progress(k=1)})})
+    gate = state_in(origin, tmp_path / "gate")
+    gate.rows()  # the gate read the tip at its start...
+    nightly = state_in(origin, tmp_path / "nightly-2")
+    nightly.push(  # ...then the nightly counted a stable night...
+        [], updates={PROGRESS.path: PROGRESS.merge({"tone": lambda _: Progress(stable_streak=1)})}
+    )
+
+    def learn_issue(tip: Progress | None) -> Progress:
+        return (tip or Progress()).model_copy(update={"issue": 42})
+
+    gate.push(
+        [], updates={PROGRESS.path: PROGRESS.merge({"tone": learn_issue, "pii": learn_issue})}
+    )
+    final = PROGRESS.parse(state_in(origin, tmp_path / "reader").read_text(PROGRESS.path))
+    assert final is not None
+    assert final["tone"].stable_streak == 1 and final["tone"].issue == 42
+    assert final["pii"].issue == 42
+
+
+def test_eight_writers_of_candidates_at_once_keep_every_eval(origin: Path, tmp_path: Path) -> None:
+    from firewall.lifecycle import Candidate
+    from firewall.store.progress import CANDIDATES
+
+    states = [state_in(origin, tmp_path / f"job-{i}") for i in range(8)]
+
+    def record(i: int) -> None:
+        candidate = Candidate(k=5, at=NOW, pr=i)
+        states[i].push(
+            [], updates={CANDIDATES.path: CANDIDATES.merge({f"e{i}": lambda _: candidate})}
+        )
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(record, range(8)))
+    final = CANDIDATES.parse(state_in(origin, tmp_path / "reader").read_text(CANDIDATES.path))
+    assert final is not None and sorted(final) == [f"e{i}" for i in range(8)]
