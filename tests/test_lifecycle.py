@@ -18,10 +18,10 @@ from firewall.lifecycle import (
     quarantine_entry,
     with_progress,
 )
-from firewall.timeutil import to_text
 from firewall.policy import Status
 from firewall.spec import Source
 from firewall.stats import Stats
+from firewall.timeutil import to_text
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 

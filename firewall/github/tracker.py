@@ -77,7 +77,9 @@ class IssueBook:
         changed = not has_status(existing.body) or recorded_state(existing.body) != "unstable"
         adopted = existing.title == text.candidate_title(eval_id)
         status = text.status_view(ctx, None, "unstable")
-        body = replace_status(existing.body, text.render_template("issue_status.md.j2", status=status))
+        body = replace_status(
+            existing.body, text.render_template("issue_status.md.j2", status=status)
+        )
         verb = "comment on" if changed else "update"
         with self._on(f"{verb} issue #{existing.number} for {eval_id}", eval_id, existing.number):
             if changed:
@@ -91,9 +93,10 @@ class IssueBook:
                 self.api.edit_issue(existing.number, title=text.issue_title(eval_id))
             if body != existing.body:
                 self.api.edit_issue(existing.number, body=body)
-        update = {"body": body, "title": text.issue_title(eval_id), "comments": existing.comments}
-        update["comments"] += changed
-        self._remember(eval_id, existing.model_copy(update=update))
+        title, said = text.issue_title(eval_id), existing.comments + int(changed)
+        self._remember(
+            eval_id, existing.model_copy(update={"body": body, "title": title, "comments": said})
+        )
         if adopted:
             self._adopt_owner(eval_id, existing, _owner(ctx))
         return existing.number
@@ -323,12 +326,16 @@ class IssueBook:
         """
         if entry.issue is None:
             return None
-        return self._open_or_marked(eval_id, entry.issue, f"read issue #{entry.issue} for {eval_id}")
+        return self._open_or_marked(
+            eval_id, entry.issue, f"read issue #{entry.issue} for {eval_id}"
+        )
 
     def _declined_since(self, eval_id: str, entry: Entry) -> int | None:
         """The issue a person closed as not planned while this quarantine lasted, if any."""
         declined = self.not_planned().get(eval_id)
-        if declined is None or (declined.closed_at is not None and declined.closed_at < entry.since):
+        if declined is None or (
+            declined.closed_at is not None and declined.closed_at < entry.since
+        ):
             return None
         return declined.number
 

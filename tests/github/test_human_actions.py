@@ -132,7 +132,9 @@ class Gate:
             cwd = fresh_clone(self.origin, self.root / f"job-{self.count}", branch="feature")
             event = self.root / f"job-{self.count}-event.json"
             event.write_text(
-                json.dumps({"repository": {"default_branch": "main"}, "pull_request": {"number": 7}})
+                json.dumps(
+                    {"repository": {"default_branch": "main"}, "pull_request": {"number": 7}}
+                )
             )
             env |= {
                 "CI": "true",
