@@ -96,13 +96,17 @@ def progress_of(entry: Entry) -> Progress:
 
 
 def with_progress(entry: Entry, progress: Progress | None) -> Entry:
-    """The reviewed entry with the nightly's latest progress laid over it."""
+    """The reviewed entry with the nightly's latest progress laid over it.
+
+    Validated, not ``model_copy(update=...)``: that takes values as they are, and a
+    dump's are the file's (a ``Timestamp`` dumps to text, which then has no ``astimezone``).
+    """
     if progress is None:
         return entry
-    update = progress.model_dump()
+    update = {field: getattr(progress, field) for field in PROGRESS_FIELDS}
     if update["issue"] is None:
         update["issue"] = entry.issue  # a number the reviewed file knows and progress does not
-    return entry.model_copy(update=update)
+    return Entry.model_validate({**dict(entry), **update})
 
 
 def reviewed_change(before: Entry | None, after: Entry | None) -> bool:

@@ -631,6 +631,14 @@ class GitHubStandIn:
             "private": self.private,
             "url": f"{self.url}/repos/{self.repository}",
             "has_issues": self.has_issues,
+            # As GitHub answers a user's token; triage (or push) access lets it label issues.
+            "permissions": {
+                "admin": False,
+                "maintain": False,
+                "push": self.triage,
+                "triage": self.triage,
+                "pull": True,
+            },
             "html_url": f"http://127.0.0.1:{self.port}/{self.repository}",
         }
 

@@ -9,10 +9,19 @@ from builders import trials
 
 from firewall.artefact import EvalReport
 from firewall.config import Settings
-from firewall.lifecycle import RELEASE_CLEAN_TRIALS, Entry, advance, overdue, quarantine_entry
+from firewall.lifecycle import (
+    RELEASE_CLEAN_TRIALS,
+    Entry,
+    Progress,
+    advance,
+    overdue,
+    quarantine_entry,
+    with_progress,
+)
 from firewall.policy import Status
 from firewall.spec import Source
 from firewall.stats import Stats
+from firewall.timeutil import to_text
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)
 
@@ -129,3 +138,14 @@ def test_an_accuracy_over_items_counts_when_its_test_is_well_clear_of_its_level(
     clear = near.model_copy(update={"stats": near.stats.model_copy(update={"item_p": 0.4})})
     kept, _ = advance(entry(1), clear, release_after=3, at=AT)
     assert kept is not None and kept.stable_streak == 2, "its IQR is binomial noise, not a margin"
+
+
+def test_progress_laid_over_an_entry_keeps_its_times_typed() -> None:
+    progress = Progress(stable_streak=2, clean_trials=40, last_probe=AT, median=0.9, k=30)
+
+    laid = with_progress(entry().model_copy(update={"issue": 7}), progress)
+
+    assert laid.last_probe == AT and isinstance(laid.last_probe, dt.datetime)
+    assert (laid.stable_streak, laid.clean_trials, laid.issue) == (2, 40, 7)
+    assert to_text(laid.last_probe) == "2026-11-29T03:00:00Z"
+    assert laid.model_dump()["last_probe"] == "2026-11-29T03:00:00Z", "it still serialises"

@@ -307,6 +307,16 @@ class RestIssues(Session):
         issue.add_to_assignees(login)
         return [user.login for user in issue.assignees]
 
+    @_bounded
+    def labels_stick(self) -> bool:
+        # A user's token: the repository says what it may do (`triage` lets it label). An
+        # app's installation token (GITHUB_TOKEN) gets no `permissions`, and labels with
+        # `issues: write`.
+        permissions = self._repository().raw_data.get("permissions")
+        if not isinstance(permissions, dict):
+            return True
+        return any(permissions.get(level) is True for level in ("triage", "push", "maintain"))
+
     def _issue(self, number: int) -> Issue:
         if number not in self._issues:
             self._issues[number] = self._repository().get_issue(number)
@@ -495,6 +505,7 @@ def _view(issue: Issue) -> IssueView:
         state=issue.state,
         state_reason=issue.state_reason,
         labels=tuple(label.name for label in issue.labels),
+        assignees=tuple(user.login for user in issue.assignees),
         repository=moved.group(1) if moved else issue.url,
         pull="/pull/" in issue.html_url,  # `pull_request` would cost a request per issue
         comments=issue.comments,

@@ -27,6 +27,7 @@ class IssueView(BaseModel):
     state: str  # open, closed
     state_reason: str | None = None  # completed, not_planned, duplicate, reopened
     labels: tuple[str, ...] = ()
+    assignees: tuple[str, ...] = ()  # logins
     repository: str  # OWNER/NAME it lives in now: another one once transferred
     pull: bool = False
     comments: int = 0
@@ -65,3 +66,7 @@ class IssueAPI(Protocol):
 
     def assign(self, number: int, login: str) -> list[str]:
         """Add the assignee; the issue's assignees afterwards."""
+
+    def labels_stick(self) -> bool:
+        """Whether the token's issues keep their labels (GitHub drops them, silently, for a
+        token without triage access)."""

@@ -109,8 +109,11 @@ class IssueTracker(Protocol):
     def not_planned(self) -> dict[str, NotPlanned]:
         """Evals whose latest issue a person closed as not planned."""
 
-    def record_candidate(self, eval_id: str, candidate: Candidate) -> int | None:
-        """Record a candidate on the eval's open issue, or open one; its number."""
+    def record_candidate(
+        self, eval_id: str, candidate: Candidate, owner: str | None = None
+    ) -> int | None:
+        """Record a candidate on the eval's open issue, or open one (assigned to ``owner``);
+        its number."""
 
     def candidates(self) -> dict[str, Candidate]:
         """The latest candidate on each open issue that records one: eval id -> candidate."""
@@ -164,7 +167,9 @@ class RecordingIssues:
     def not_planned(self) -> dict[str, NotPlanned]:
         return {}
 
-    def record_candidate(self, eval_id: str, candidate: Candidate) -> int | None:
+    def record_candidate(
+        self, eval_id: str, candidate: Candidate, owner: str | None = None
+    ) -> int | None:
         where = f" on pull request #{candidate.pr}" if candidate.pr is not None else ""
         self._say(
             f"would record a candidate for {eval_id}{where} (median {candidate.median}, "

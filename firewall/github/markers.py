@@ -46,6 +46,11 @@ def marked_eval(body: str) -> str | None:
     return match.group(1) if match else None
 
 
+def has_status(body: str) -> bool:
+    """Whether the body holds a status block: a quarantine's issue, not (yet) a candidate's."""
+    return _STATUS_BLOCK.search(body) is not None
+
+
 def recorded_state(body: str) -> str:
     match = _STATE.search(body)
     return match.group(1) if match else "unstable"  # what an issue starts as

@@ -69,8 +69,9 @@ def refusal(
         return IssueError(said)
     gone = (status == 410 and "deleted" in message.lower()) or (status == 404 and number)
     if gone:
+        which = f"issue #{number}" if number else "the number of the issue"
         return IssueGone(
-            f"{said}; the firewall forgets the number of the issue for {eval_id} and finds it "
+            f"{said}; the firewall forgets {which} for {eval_id} and finds the eval's issue "
             "again by its marker, or opens a new one",
             eval_id=eval_id,
             number=number,

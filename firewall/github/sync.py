@@ -144,6 +144,14 @@ def after_gate(
         # A pull request's copy of the registry is not the truth: never close strays here.
         rest = {i: e for i, e in entries.items() if i not in new or i in sync.dropped}
         catch_up(tracker, rest, make, sync, close_strays=False)
+    # A gate says why a quarantined eval has no open issue; the nightly and `firewall
+    # status` (which reports it) leave the team's decision unremarked.
+    for eval_id, number in sorted(getattr(tracker, "left_closed", {}).items()):
+        sync.warnings.append(
+            f"issue #{number} for {eval_id} was closed as not planned: {eval_id} stays "
+            "quarantined without an open issue, and the firewall neither reopens it nor opens "
+            "another while this quarantine lasts"
+        )
     return sync
 
 
@@ -202,12 +210,20 @@ def after_add(tracker: IssueTracker, eval_id: str, entry: Entry, settings: Setti
     return sync
 
 
-def after_candidates(tracker: IssueTracker, candidates: Mapping[str, Candidate]) -> Sync:
-    """A pull request's instabilities recorded on their evals' issues (opened if need be)."""
+def after_candidates(
+    tracker: IssueTracker,
+    candidates: Mapping[str, Candidate],
+    owners: Mapping[str, str | None] | None = None,
+) -> Sync:
+    """A pull request's instabilities recorded on their evals' issues (opened if need be,
+    assigned to the eval's owner in ``owners``: eval id -> its config's ``owner``)."""
     sync = Sync()
+    owners = owners or {}
     with _guard(sync, tracker, sorted(candidates)):
         for eval_id, candidate in sorted(candidates.items()):
-            _learn(sync, eval_id, _guarded(sync, tracker.record_candidate, eval_id, candidate))
+            owner = owners.get(eval_id)
+            number = _guarded(sync, tracker.record_candidate, eval_id, candidate, owner)
+            _learn(sync, eval_id, number)
     return sync
 
 
@@ -317,7 +333,9 @@ class _guard:
         return None
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
-        self.sync.warnings.extend(getattr(self.tracker, "notes", []))
+        notes: list[str] = getattr(self.tracker, "notes", [])
+        self.sync.warnings.extend(notes)
+        notes.clear()  # said once a command, though one tracker serves several syncs
         if isinstance(exc, BudgetSpent):
             self.sync.stopped = True
             skipped = [e for e in dict.fromkeys(self.scope) if e not in self.sync.handled]

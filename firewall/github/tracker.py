@@ -32,6 +32,7 @@ from firewall.github.issues import (
 )
 from firewall.github.markers import (
     eval_marker,
+    has_status,
     json_marker,
     marked_eval,
     read_markers,
@@ -52,11 +53,13 @@ class IssueBook:
         self.api = api
         self.labels = list(labels) or [DEFAULT_LABEL]
         self.notes: list[str] = []  # what was done only in part, e.g. an owner not assigned
+        self.left_closed: dict[str, int] = {}  # eval -> its issue a person closed as not planned
         self._open: dict[str, IssueView] | None = None
         self._scanned_all = False
         self._declined: dict[str, NotPlanned] | None = None
         self._label_problem: str | None = None
         self._labels_ready = False
+        self._labels_stick: bool | None = None
         self._warned_labels = False
 
     # --- the tracker interface
@@ -65,28 +68,64 @@ class IssueBook:
         existing = self._find(eval_id, f"open an issue for {eval_id}")
         if existing is None:
             return self._create(
-                eval_id, text.issue_title(eval_id), text.render_body(eval_id, ctx), ctx
+                eval_id, text.issue_title(eval_id), text.render_body(eval_id, ctx), _owner(ctx)
             )
-        action = f"comment on issue #{existing.number} for {eval_id}"
-        with self._on(action, eval_id, existing.number):
-            self.api.comment(
-                existing.number,
-                text.render_template(
-                    "issue_comment_quarantined.md.j2", **text.quarantine_view(eval_id, ctx)
-                ),
-            )
-            if existing.title == text.candidate_title(eval_id):  # the candidate became a quarantine
+        # A comment only on a change of state: a candidate becomes a quarantine, or the issue
+        # last said stable or errored. An issue that says unstable already (the nightly
+        # confirms a candidate each night until its adoption is merged) has its block
+        # refreshed in place, and nothing more.
+        changed = not has_status(existing.body) or recorded_state(existing.body) != "unstable"
+        adopted = existing.title == text.candidate_title(eval_id)
+        status = text.status_view(ctx, None, "unstable")
+        body = replace_status(
+            existing.body, text.render_template("issue_status.md.j2", status=status)
+        )
+        verb = "comment on" if changed else "update"
+        with self._on(f"{verb} issue #{existing.number} for {eval_id}", eval_id, existing.number):
+            if changed:
+                self.api.comment(
+                    existing.number,
+                    text.render_template(
+                        "issue_comment_quarantined.md.j2", **text.quarantine_view(eval_id, ctx)
+                    ),
+                )
+            if adopted:
                 self.api.edit_issue(existing.number, title=text.issue_title(eval_id))
+            if body != existing.body:
+                self.api.edit_issue(existing.number, body=body)
+        title, said = text.issue_title(eval_id), existing.comments + int(changed)
+        self._remember(
+            eval_id, existing.model_copy(update={"body": body, "title": title, "comments": said})
+        )
+        if adopted:
+            self._adopt_owner(eval_id, existing, _owner(ctx))
         return existing.number
 
     def adopt_or_open(self, eval_id: str, ctx: IssueContext) -> int | None:
         action = f"open an issue for {eval_id}"
-        existing = self._find(eval_id, action)
-        if existing is not None:
+        existing = self._find(eval_id, action) or self._known(eval_id, ctx.entry)
+        if existing is not None and existing.state != "closed":
+            self._remember(eval_id, existing)
+            self._adopt_owner(eval_id, existing, _owner(ctx))
             return existing.number
-        if self._declined_for(eval_id, ctx.entry, action):
+        if existing is not None and _not_planned(existing):
+            self.left_closed[eval_id] = existing.number  # the team's decision: it stays closed
             return None
-        return self._create(eval_id, text.issue_title(eval_id), text.render_body(eval_id, ctx), ctx)
+        declined = None if existing is not None else self._declined_since(eval_id, ctx.entry)
+        if declined is not None:
+            self.left_closed[eval_id] = declined
+            return None
+        number = self._create(
+            eval_id, text.issue_title(eval_id), text.render_body(eval_id, ctx), _owner(ctx)
+        )
+        if existing is not None:  # closed otherwise (by hand as completed, as a twin)
+            how = (existing.state_reason or "completed").replace("_", " ")
+            self.notes.append(
+                f"issue #{existing.number} for {eval_id} was closed ({how}) while {eval_id} is "
+                f"still quarantined: opened issue #{number} for it; a quarantine ends with a "
+                f"release (`firewall quarantine release {eval_id}`), not with its issue"
+            )
+        return number
 
     def update_status(self, eval_id: str, issue: int, ctx: IssueContext, event: Event) -> None:
         action = f"update issue #{issue} for {eval_id}"
@@ -133,7 +172,7 @@ class IssueBook:
             # Without the label too: a token without triage access opened them unlabelled.
             closed: list[IssueView] = []
             with self.api.calling(action):
-                for label in (self.labels[0], None):
+                for label in (self.labels[0], None) if self._labels_dropped() else self.labels[:1]:
                     closed += self.api.list_issues(
                         state="closed", label=label, limit=MAX_CLOSED_SCANNED
                     )
@@ -152,7 +191,9 @@ class IssueBook:
         still_open = self._open_issues(action)
         return {e: d for e, d in self._declined.items() if e not in still_open}
 
-    def record_candidate(self, eval_id: str, candidate: Candidate) -> int | None:
+    def record_candidate(
+        self, eval_id: str, candidate: Candidate, owner: str | None = None
+    ) -> int | None:
         action = f"record a candidate for {eval_id}"
         existing = self._find(eval_id, action)
         if existing is None:
@@ -162,7 +203,7 @@ class IssueBook:
                 eval_id,
                 text.candidate_title(eval_id),
                 text.render_candidate_body(eval_id, candidate),
-                None,
+                owner,
             )
         again = any(read_markers("candidate", existing.body, Candidate))
         latest = json_marker("candidate", candidate)
@@ -228,12 +269,24 @@ class IssueBook:
     def _scan_all(self, action: str) -> None:
         """Every open issue, labelled or not: once a run, for issues whose labels GitHub dropped."""
         self._open_issues(action)
-        if self._scanned_all:
+        if self._scanned_all or not self._labels_dropped(action):
             return
         with self.api.calling(action):
             listed = self.api.list_issues(state="open", label=None, limit=MAX_OPEN_SCANNED)
         self._open = self._without_twins(listed)
         self._scanned_all = True
+
+    def _labels_dropped(self, action: str = "read the repository's permissions") -> bool:
+        """Whether GitHub may have opened the firewall's issues without their label.
+
+        It drops the labels of a token without triage access, silently: only then is an
+        eval's issue looked for among every open issue, page by page (a repository may
+        hold thousands), and not in the listing filtered by the label alone.
+        """
+        if self._labels_stick is None:
+            with self.api.calling(action):
+                self._labels_stick = self.api.labels_stick()
+        return not self._labels_stick
 
     def _find(self, eval_id: str, action: str) -> IssueView | None:
         if eval_id not in self._open_issues(action):
@@ -265,15 +318,26 @@ class IssueBook:
             )
         return found
 
-    def _declined_for(self, eval_id: str, entry: Entry, action: str) -> bool:
-        """Whether a person closed this quarantine's issue as not planned."""
-        if entry.issue is not None:
-            # Closed otherwise (by hand as completed, as a twin): a new issue is owed.
-            return _not_planned(self._open_or_marked(eval_id, entry.issue, action))
-        declined = self.not_planned().get(eval_id)
-        return declined is not None and (
-            declined.closed_at is None or declined.closed_at >= entry.since
+    def _known(self, eval_id: str, entry: Entry) -> IssueView | None:
+        """The issue the entry knows by number, open or closed, if it is still the eval's.
+
+        Open, it is one the listing missed (its label dropped); closed, a person or the
+        firewall closed it while the eval stayed quarantined.
+        """
+        if entry.issue is None:
+            return None
+        return self._open_or_marked(
+            eval_id, entry.issue, f"read issue #{entry.issue} for {eval_id}"
         )
+
+    def _declined_since(self, eval_id: str, entry: Entry) -> int | None:
+        """The issue a person closed as not planned while this quarantine lasted, if any."""
+        declined = self.not_planned().get(eval_id)
+        if declined is None or (
+            declined.closed_at is not None and declined.closed_at < entry.since
+        ):
+            return None
+        return declined.number
 
     def _without_twins(self, listed: list[IssueView]) -> dict[str, IssueView]:
         """Open issues by eval; of two or more with one marker the oldest, the others closed."""
@@ -301,7 +365,7 @@ class IssueBook:
 
     # --- changing issues
 
-    def _create(self, eval_id: str, title: str, body: str, ctx: IssueContext | None) -> int:
+    def _create(self, eval_id: str, title: str, body: str, owner: str | None) -> int:
         action = f"open an issue for {eval_id}"
         with self.api.calling(action, eval_id=eval_id):
             if not self._labels_ready:
@@ -310,10 +374,18 @@ class IssueBook:
             created = self.api.create_issue(title, body, self.labels)
         self._remember(eval_id, created)
         self._check_labels(eval_id, created)
-        owner = (ctx.entry.owner or (ctx.report.owner if ctx.report else None)) if ctx else None
         if owner:
             self._assign(eval_id, created.number, owner)
         return created.number
+
+    def _adopt_owner(self, eval_id: str, view: IssueView, owner: str | None) -> None:
+        """An issue the eval adopts gets its owner, unless a person assigned it already.
+
+        It says so in the run's warnings if GitHub will not, but comments nothing: an issue
+        found again on every run would otherwise get the same comment every run.
+        """
+        if owner and not view.assignees:
+            self._assign(eval_id, view.number, owner, comment=False)
 
     @contextlib.contextmanager
     def _on(self, action: str, eval_id: str, number: int) -> Iterator[None]:
@@ -344,7 +416,7 @@ class IssueBook:
             "the firewall still finds its issues again by the marker in their body"
         )
 
-    def _assign(self, eval_id: str, number: int, owner: str) -> None:
+    def _assign(self, eval_id: str, number: int, owner: str, *, comment: bool = True) -> None:
         login = owner.removeprefix("@")
         why = "a team cannot be assigned" if "/" in login else ""
         if not why:
@@ -368,6 +440,8 @@ class IssueBook:
                 f"issue #{number} for {eval_id} is unassigned: could not "
                 f"assign owner {login}: {why}"
             )
+            if not comment:
+                return
             with contextlib.suppress(IssueError), self.api.calling(f"comment on #{number}"):
                 self.api.comment(
                     number,
@@ -385,6 +459,10 @@ class IssueBook:
         kept = self._open or {}
         if eval_id in kept and kept[eval_id].number == number:
             del kept[eval_id]
+
+
+def _owner(ctx: IssueContext) -> str | None:
+    return ctx.entry.owner or (ctx.report.owner if ctx.report else None)
 
 
 def _not_planned(view: IssueView) -> bool:

@@ -123,19 +123,30 @@ def test_the_body_holds_the_numbers_the_trials_the_replay_and_the_marker(
     assert "0 of 3" in body
 
 
-def test_a_second_quarantine_comments_on_the_open_issue(hub: GitHubStandIn) -> None:
-    first = tracker(hub).open_or_comment(ID, context())
-    second = tracker(hub).open_or_comment(ID, context())
-
-    assert second == first and len(hub.issues) == 1
-    [comment] = hub.issues[first].comments
-    assert comment.startswith("Quarantined again at `0a1b2c3`")
-    assert "firewall replay triage-tone --seed 4105" in comment
-
-
-def test_an_issue_is_found_again_by_its_marker_while_open_labelled_or_not(
+def test_a_second_quarantine_comments_on_the_open_issue_once_its_state_changed(
     hub: GitHubStandIn,
 ) -> None:
+    first = tracker(hub).open_or_comment(ID, context())
+    second = tracker(hub).open_or_comment(ID, context())
+    assert second == first and len(hub.issues) == 1
+    assert hub.issues[first].comments == [], "the issue says unstable already: no comment"
+
+    tracker(hub).update_status(ID, first, context(), night("stable", 1))
+    tracker(hub).open_or_comment(ID, context())
+
+    assert len(hub.issues) == 1
+    comment = hub.issues[first].comments[-1]
+    assert comment.startswith("Quarantined again at `0a1b2c3`")
+    assert "firewall replay triage-tone --seed 4105" in comment
+    assert "<!-- firewall:state=unstable -->" in hub.issues[first].body
+
+
+def test_an_issue_is_found_again_by_its_marker_while_open_labelled_or_not() -> None:
+    with GitHubStandIn(triage=False) as hub:  # a token that GitHub drops the labels of
+        found_again_labelled_or_not(hub)
+
+
+def found_again_labelled_or_not(hub: GitHubStandIn) -> None:
     marker = f"<!-- firewall:eval={ID} -->\nold"
     hub.add_issue("closed", marker, ["flaky-eval"], state="closed")
     hub.add_issue("a pull request", marker, ["flaky-eval"], pull=True)
@@ -363,7 +374,7 @@ def test_a_slow_github_times_out_and_the_next_run_finds_what_it_did(hub: GitHubS
     assert hub.token not in str(raised.value)
 
     assert tracker(hub).open_or_comment(ID, context()) == 1, "found by its marker, not duplicated"
-    assert len(hub.issues) == 1 and len(hub.issues[1].comments) == 1
+    assert len(hub.issues) == 1 and hub.issues[1].comments == [], "its state has not changed"
 
 
 def test_an_unreachable_github_is_an_issue_error() -> None:
