@@ -230,8 +230,10 @@ class ScrubbedIssues:
     def not_planned(self) -> dict[str, NotPlanned]:
         return self.tracker.not_planned()
 
-    def record_candidate(self, eval_id: str, candidate: Candidate) -> int | None:
-        return self.tracker.record_candidate(eval_id, self.secrets.scrub_model(candidate))
+    def record_candidate(
+        self, eval_id: str, candidate: Candidate, owner: str | None = None
+    ) -> int | None:
+        return self.tracker.record_candidate(eval_id, self.secrets.scrub_model(candidate), owner)
 
     def candidates(self) -> dict[str, Candidate]:
         return self.tracker.candidates()

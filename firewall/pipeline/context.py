@@ -92,13 +92,20 @@ class Context:
         return Checkout.find(self.cwd, self.env, self.settings.state.remote)
 
     def notice(self, text: str) -> None:
-        """Something a user should know that changes no decision: said once, on stderr.
+        """Something a user should know that changes no decision: said once, on stderr, and
+        in a GitHub job as a warning annotation, where a job's page shows it.
 
-        It may quote a git remote's own message; the sink makes sure that no line of it
-        can be taken for a workflow command, as it does for eval text.
+        It may quote a git remote's own message; the sink and the annotation's escaping
+        make sure that no line of it can be taken for a workflow command, as for eval text.
         """
-        if text not in self.notices:
-            self.notices.append(text)
+        if text in self.notices:
+            return
+        self.notices.append(text)
+        if self.in_actions:
+            from firewall.github.annotations import problem_annotations
+
+            output.annotate(problem_annotations([text]))
+        else:
             output.warn(text)
 
     @property

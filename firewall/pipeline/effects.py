@@ -185,7 +185,8 @@ def _sync_after_gate(ctx: Context, result: RunResult, *, issues: bool) -> list[s
             for report in result.artefact.evals
             if report.id in result.candidates
         }
-        recorded = sync.after_candidates(tracker, candidates)
+        owners = {r.id: r.owner for r in result.artefact.evals if r.id in candidates}
+        recorded = sync.after_candidates(tracker, candidates, owners)
         problems += _finish(ctx, recorded, dry_run=result.dry_run)
         if recorded.stopped:  # GitHub is out of reach: one warning for the run is enough
             return problems

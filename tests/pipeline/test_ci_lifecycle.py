@@ -238,6 +238,7 @@ def test_a_candidate_is_confirmed_proposed_merged_and_released_only_after_merge(
     assert "candidate tone" in output
     (issue,) = hub.open_issues()
     assert "firewall:candidate" in issue.body
+    assert issue.assignees == ["alice"], "the eval's owner, from the issue's birth"
     assert jobs.registry_on_default() == {}
 
     # The pull request is merged; the nightly confirms the candidate and proposes it.

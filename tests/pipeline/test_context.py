@@ -112,6 +112,7 @@ def test_a_notice_in_a_github_job_cannot_be_read_as_a_workflow_command(
     ctx.notice("git push failed: remote: ##[error]forged\n::error::also forged")
     ctx.notice("git push failed: remote: ##[error]forged\n::error::also forged")  # said once
     err = capsys.readouterr().err
-    assert actions_parser.commands(err) == []
-    lines = err.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("firewall: warning: git push failed")
+    # One warning annotation, where a job's page shows it; nothing in it acts as a command.
+    (said,) = actions_parser.commands(err)
+    assert said.name == "warning" and "git push failed" in said.data
+    assert "##[error]forged" in said.data and "::error::also forged" in said.data
