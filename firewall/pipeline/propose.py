@@ -17,7 +17,7 @@ set that differs is proposed anew.
 Git does the pushing, without touching the work tree; GitHub's API only opens or
 edits the pull request. Both use one token: ``GITHUB_TOKEN`` (the action hands it
 its `github-token` input), sent to an https remote on GitHub's host as the header
-that `actions/checkout` persists (``push_auth``), in the environment of the push
+that `actions/checkout` persists (``store.git.push_auth``), in the environment of the push
 alone: never on a command line, never in ``.git/config``. So a personal or App
 token pushes the branch too, and the proposal's checks run night after night (a
 push made with the job's GITHUB_TOKEN starts no workflow), and the push works
@@ -26,21 +26,18 @@ with `persist-credentials: false`. Other remotes (ssh, a path) push as git would
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import hashlib
 import json
 import re
 import tempfile
-import urllib.parse
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from firewall.errors import ExitCode, FirewallError, UsageError
 from firewall.lifecycle import Entry, reviewed_change
 from firewall.pipeline.context import Context
-from firewall.store.git import IDENTITY, Git, StateError
+from firewall.store.git import IDENTITY, Git, StateError, push_auth
 from firewall.store.registry import parse_registry, render
 from firewall.text import fmt
 
@@ -212,55 +209,6 @@ def body(changes: list[Change], path: str) -> str:
         )
     lines += ["", f"<!-- firewall:proposal changes={fingerprint(changes)} -->"]
     return "\n".join(lines) + "\n"
-
-
-def push_auth(git: Git, remote: str, env: Mapping[str, str]) -> dict[str, str]:
-    """The environment that makes git push to ``remote`` with ``GITHUB_TOKEN``, or nothing.
-
-    Only an https remote on the host of ``GITHUB_SERVER_URL`` (github.com by default)
-    gets the token: a mirror elsewhere never sees it. `actions/checkout` persists the
-    job's own token as ``http.https://github.com/.extraheader`` in ``.git/config``; git
-    sends every matching ``extraheader``, and a more specific URL wins over a general
-    one, so this one is keyed by the remote's own URL and first set empty, which drops
-    the headers read before it. The configuration travels in ``GIT_CONFIG_*`` variables
-    (git 2.31 on), which no other user's ``ps`` shows and no file keeps.
-    """
-    token = env.get("GITHUB_TOKEN", "")
-    if not token:
-        return {}
-    url = _remote_url(git, remote)
-    server = urllib.parse.urlsplit(env.get("GITHUB_SERVER_URL") or "https://github.com")
-    where = urllib.parse.urlsplit(url)
-    if where.scheme != "https" or not where.hostname or where.hostname != server.hostname:
-        return {}
-    return git_config(
-        git.environment(None),
-        [
-            (f"http.{url}.extraheader", ""),
-            (f"http.{url}.extraheader", f"AUTHORIZATION: basic {_basic(token)}"),
-        ],
-    )
-
-
-def git_config(env: Mapping[str, str], pairs: list[tuple[str, str]]) -> dict[str, str]:
-    """``pairs`` as ``GIT_CONFIG_*`` variables, after any that ``env`` already holds."""
-    count = env.get("GIT_CONFIG_COUNT", "")
-    start = int(count) if count.isdigit() else 0
-    config = {"GIT_CONFIG_COUNT": str(start + len(pairs))}
-    for index, (key, value) in enumerate(pairs, start):
-        config[f"GIT_CONFIG_KEY_{index}"], config[f"GIT_CONFIG_VALUE_{index}"] = key, value
-    return config
-
-
-def _basic(token: str) -> str:
-    # What actions/checkout sends: GitHub takes any user name with a token as the password.
-    return base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
-
-
-def _remote_url(git: Git, remote: str) -> str:
-    """Where git pushes ``remote``: its push URL when it is a remote's name, else itself."""
-    found = git.run("remote", "get-url", "--push", remote)
-    return found.stdout.strip() if found.returncode == 0 else remote
 
 
 def fingerprint(changes: list[Change]) -> str:

@@ -7,9 +7,11 @@ so the job's work tree and index are never touched.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import os
 import subprocess
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -87,7 +89,9 @@ class Git:
             raise StateError(f"git {args[0]} failed: {last_line(proc.stderr)}")
         return proc.stdout.strip()
 
-    def fetch_tip(self, remote: str, branch: str, into: str) -> str | None:
+    def fetch_tip(
+        self, remote: str, branch: str, into: str, *, auth: Mapping[str, str] | None = None
+    ) -> str | None:
         """Fetch the tip of ``branch`` (shallow) into the local ref ``into``; None if none."""
         fetched = self.run(
             "fetch",
@@ -97,6 +101,7 @@ class Git:
             "--depth=1",
             remote,
             f"+refs/heads/{branch}:{into}",
+            extra_env=auth,
         )
         if fetched.returncode != 0:
             if "couldn't find remote ref" in fetched.stderr:
@@ -110,3 +115,52 @@ class Git:
 def last_line(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     return lines[-1] if lines else "no message"
+
+
+def push_auth(git: Git, remote: str, env: Mapping[str, str]) -> dict[str, str]:
+    """The environment that makes git push to ``remote`` with ``GITHUB_TOKEN``, or nothing.
+
+    Only an https remote on the host of ``GITHUB_SERVER_URL`` (github.com by default)
+    gets the token: a mirror elsewhere never sees it. `actions/checkout` persists the
+    job's own token as ``http.https://github.com/.extraheader`` in ``.git/config``; git
+    sends every matching ``extraheader``, and a more specific URL wins over a general
+    one, so this one is keyed by the remote's own URL and first set empty, which drops
+    the headers read before it. The configuration travels in ``GIT_CONFIG_*`` variables
+    (git 2.31 on), which no other user's ``ps`` shows and no file keeps.
+    """
+    token = env.get("GITHUB_TOKEN", "")
+    if not token:
+        return {}
+    url = _remote_url(git, remote)
+    server = urllib.parse.urlsplit(env.get("GITHUB_SERVER_URL") or "https://github.com")
+    where = urllib.parse.urlsplit(url)
+    if where.scheme != "https" or not where.hostname or where.hostname != server.hostname:
+        return {}
+    return git_config(
+        git.environment(None),
+        [
+            (f"http.{url}.extraheader", ""),
+            (f"http.{url}.extraheader", f"AUTHORIZATION: basic {_basic(token)}"),
+        ],
+    )
+
+
+def git_config(env: Mapping[str, str], pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """``pairs`` as ``GIT_CONFIG_*`` variables, after any that ``env`` already holds."""
+    count = env.get("GIT_CONFIG_COUNT", "")
+    start = int(count) if count.isdigit() else 0
+    config = {"GIT_CONFIG_COUNT": str(start + len(pairs))}
+    for index, (key, value) in enumerate(pairs, start):
+        config[f"GIT_CONFIG_KEY_{index}"], config[f"GIT_CONFIG_VALUE_{index}"] = key, value
+    return config
+
+
+def _basic(token: str) -> str:
+    # What actions/checkout sends: GitHub takes any user name with a token as the password.
+    return base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
+
+
+def _remote_url(git: Git, remote: str) -> str:
+    """Where git pushes ``remote``: its push URL when it is a remote's name, else itself."""
+    found = git.run("remote", "get-url", "--push", remote)
+    return found.stdout.strip() if found.returncode == 0 else remote

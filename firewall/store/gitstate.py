@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import random
 import subprocess
 import tempfile
@@ -28,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from firewall.store.git import IDENTITY, Git, StateError, last_line
+from firewall.store.git import IDENTITY, Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow
 from firewall.store.statefiles import (
     parse_file,
@@ -115,7 +116,13 @@ class GitState:
                 f"firewall: {what}",
                 extra_env=IDENTITY,
             )
-            pushed = self._run("push", "--quiet", self.remote, f"{commit}:refs/heads/{self.branch}")
+            pushed = self._run(
+                "push",
+                "--quiet",
+                self.remote,
+                f"{commit}:refs/heads/{self.branch}",
+                extra_env=self._auth,
+            )
             if pushed.returncode == 0:
                 self._tip = commit
                 self._remember(rows)
@@ -138,7 +145,18 @@ class GitState:
 
     def _fetch(self) -> str | None:
         """The tip of the remote branch, fetched shallow; None when the branch does not exist."""
-        return self._g.fetch_tip(self.remote, self.branch, STATE_REF)
+        return self._g.fetch_tip(self.remote, self.branch, STATE_REF, auth=self._auth)
+
+    @functools.cached_property
+    def _auth(self) -> dict[str, str]:
+        """The checkout's own credentials where it persisted them (a push made with the job's
+        GITHUB_TOKEN starts no workflow, whatever a workflow's `on: push` says); else, as
+        with actions/checkout's `persist-credentials: false`, the step's GITHUB_TOKEN, sent
+        as the proposal's push sends it (``store.git.push_auth``)."""
+        persisted = self._g.run("config", "--get-regexp", r"^http\..*\.extraheader$")
+        if persisted.returncode == 0 and persisted.stdout.strip():
+            return {}
+        return push_auth(self._g, self.remote, self.env)
 
     def _read(self, tip: str | None) -> list[HistoryRow]:
         if tip is None:

@@ -25,11 +25,9 @@ from firewall.pipeline.propose import (
     PROPOSAL_BRANCH,
     ProposalRefused,
     ProposalResult,
-    git_config,
     propose,
-    push_auth,
 )
-from firewall.store.git import Git
+from firewall.store.git import Git, git_config, push_auth
 from firewall.store.registry import Registry, render
 
 FAST = Transport(timeout=2, retries=1, backoff=0.01, request_gap=0, write_gap=0)

@@ -280,3 +280,20 @@ def test_eight_writers_of_candidates_at_once_keep_every_eval(origin: Path, tmp_p
         list(pool.map(record, range(8)))
     final = CANDIDATES.parse(state_in(origin, tmp_path / "reader").read_text(CANDIDATES.path))
     assert final is not None and sorted(final) == [f"e{i}" for i in range(8)]
+
+
+def test_the_state_branch_uses_the_checkouts_credentials_else_the_steps_token(
+    tmp_path: Path,
+) -> None:
+    """actions/checkout persists the job's token as an extraheader: pushes with it start no
+    workflow, so it is kept. With persist-credentials: false there is none, and the step's
+    GITHUB_TOKEN is sent, as the proposal's push sends it."""
+    repo = tmp_path / "job"
+    repo.mkdir()
+    git(repo, "init", "--quiet")
+    git(repo, "remote", "add", "origin", "https://github.example/acme/app.git")
+    env = {"GITHUB_TOKEN": "ghs_token", "GITHUB_SERVER_URL": "https://github.example"}
+    header = GitState(repo, "origin", BRANCH, env=env)._auth
+    assert "AUTHORIZATION: basic" in " ".join(header.values())
+    git(repo, "config", "--local", "http.https://github.example/.extraheader", "AUTHORIZATION: x")
+    assert GitState(repo, "origin", BRANCH, env=env)._auth == {}
