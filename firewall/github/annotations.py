@@ -85,9 +85,11 @@ def annotations_for(
     limit: int = PER_STEP,
     problems: Sequence[str] = (),
     more_in: str = MORE_IN,
+    said: int = 0,
 ) -> list[str]:
     """Every annotation of the step, in one budget: at most ``limit`` of each kind, the
     worst first, then a notice saying how many were left out and where they are.
+    ``said``: warnings the command annotated already (its notices), in the same budget.
 
     The firewall's own ``problems`` (GitHub failing, a file not written) come first
     among the warnings and are never the ones cut: an eval's warning is in the job
@@ -115,8 +117,8 @@ def annotations_for(
         )
         for eval_id in overdue
     ]
-    own = problem_annotations(problems, limit=limit)
-    room = limit - len(own)
+    own = problem_annotations(problems, limit=max(1, limit - said)) if problems else []
+    room = max(0, limit - said - len(own))
     lines = errors[:limit] + own + warnings[:room]
     left_out = _left_out(("error", len(errors) - limit), ("warning", len(warnings) - room))
     if left_out:

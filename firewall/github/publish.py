@@ -47,11 +47,13 @@ def publish(
     at: dt.datetime,
     issue_links: Mapping[str, str] | None = None,
     problems: Sequence[str] = (),
+    said: int = 0,
 ) -> Publication:
     """The summary and outputs written (unless a dry run), then every annotation to print.
 
     ``problems`` are what went wrong earlier in the command (GitHub failing):
-    they are annotated first, within the step's budget.
+    they are annotated first, within the step's budget, of which the command's
+    notices took ``said`` warnings already.
     """
     if not in_actions(env):
         return Publication(problems=list(problems))
@@ -71,7 +73,12 @@ def publish(
     result.problems = secrets.scrub_data(result.problems)
     result.annotations = secrets.scrub_data(
         annotations_for(
-            artefact, overdue=late, workspace=workspace, problems=result.problems, more_in=more_in
+            artefact,
+            overdue=late,
+            workspace=workspace,
+            problems=result.problems,
+            more_in=more_in,
+            said=said,
         )
     )
     return result

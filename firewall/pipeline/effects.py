@@ -150,6 +150,7 @@ def announce(
         env=ctx.env,
         at=ctx.clock(),
         problems=problems,
+        said=len(ctx.notices),  # annotated as they came, in the same budget
     )
     output.annotate(publication.annotations)
 
@@ -163,9 +164,10 @@ def report_problems(ctx: Context, problems: Sequence[str]) -> None:
     """Problems that change no decision, for a command that annotates nothing else:
     warning annotations in a GitHub job (at most a step's budget), else warnings."""
     if ctx.in_actions:
-        from firewall.github.annotations import problem_annotations
+        from firewall.github.annotations import PER_STEP, problem_annotations
 
-        output.annotate(problem_annotations(problems))
+        room = max(1, PER_STEP - len(ctx.notices))  # the notices were annotated as they came
+        output.annotate(problem_annotations(problems, limit=room) if problems else [])
     else:
         for problem in problems:
             output.warn(problem)
