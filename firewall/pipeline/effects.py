@@ -256,7 +256,16 @@ def _tracker(
     """The tracker this command uses, or None when it has no issues to keep (loads nothing)."""
     env = ctx.env
     wanted = dry_run or not issues or (env.get("GITHUB_TOKEN") and env.get("GITHUB_REPOSITORY"))
-    if not ctx.settings.github.issues or not wanted:
+    if not ctx.settings.github.issues:
+        return None
+    if not wanted:
+        if ctx.in_actions:  # a plain `run:` step: GitHub hands it no token unless told to
+            ctx.notice(
+                "[github] issues is on, but this step has no GITHUB_TOKEN: no issue was "
+                "opened or updated, no comment posted; hand it the token (`env: GITHUB_TOKEN: ${{ github.token "
+                "}}`, with `permissions: issues: write`), use the action, or set [github] "
+                "issues = false"
+            )
         return None
     budget = github_budget(ctx)
     if budget.spent:  # its one warning said so: the rest of the command's GitHub work waits
