@@ -262,9 +262,9 @@ def _tracker(
         if ctx.in_actions:  # a plain `run:` step: GitHub hands it no token unless told to
             ctx.notice(
                 "[github] issues is on, but this step has no GITHUB_TOKEN: no issue was "
-                "opened or updated, no comment posted; hand it the token (`env: GITHUB_TOKEN: ${{ github.token "
-                "}}`, with `permissions: issues: write`), use the action, or set [github] "
-                "issues = false"
+                "opened or updated, no comment posted; hand it the token (`env: "
+                "GITHUB_TOKEN: ${{ github.token }}`, with `permissions: issues: write`), "
+                "use the action, or set [github] issues = false"
             )
         return None
     budget = github_budget(ctx)

@@ -17,10 +17,10 @@ from pathlib import Path
 from firewall.artefact import Artefact, EvalReport
 from firewall.errors import ExitCode, FirewallError, RegistryError
 from firewall.lifecycle import Candidate, Entry, Event, advance, quarantine_entry
-from firewall.pipeline import effects, suites
+from firewall.pipeline import effects, suites, verdict
 from firewall.pipeline.context import Context
 from firewall.pipeline.run import Kept, keep, probe_part
-from firewall.pipeline.stages import Progress, judge, run_info, summarise
+from firewall.pipeline.stages import Progress, judge, run_info
 from firewall.policy import Status
 from firewall.runner.seeds import RANDOM, BaseSeed
 
@@ -97,16 +97,12 @@ def nightly(
             )
         except FirewallError as exc:
             failure = exc
-    final = [
-        _with_nightly_status(reports[spec.id], events) for spec in part.specs if spec.id in reports
-    ]
-    summary = summarise(final, part.complete)
+    said = {event.eval_id: event for event in events}
+    final = [verdict.tonight(reports[s.id], said.get(s.id)) for s in part.specs if s.id in reports]
     artefact = Artefact(
         run=run_info([part], mode="nightly", finished_at=part.finished_at),
         # Nightly never blocks: whatever it found, it exits 0; interrupted, 130.
-        summary=summary.model_copy(
-            update={"exit_code": ExitCode.OK if part.complete else ExitCode.INTERRUPTED}
-        ),
+        summary=verdict.summarise(final, part.complete, blocks=False),
         evals=final,
     )
     report_path = options.report or ctx.cwd / ctx.settings.report
@@ -198,11 +194,3 @@ def _lifecycle(
                 )
             )
     return happened
-
-
-def _with_nightly_status(report: EvalReport, events: list[Event]) -> EvalReport:
-    """A still-quarantined eval reads QUARANTINED with its streak; a released one its verdict."""
-    event = next((e for e in events if e.eval_id == report.id), None)
-    if event is None or event.kind in ("released", "quarantined"):
-        return report
-    return report.model_copy(update={"status": Status.QUARANTINED, "reason": event.message})

@@ -27,11 +27,11 @@ from firewall.errors import (
     RegistryError,
     WriteError,
 )
-from firewall.pipeline import effects, suites
+from firewall.pipeline import effects, suites, verdict
 from firewall.pipeline.context import Context
-from firewall.pipeline.stages import Progress, conclude, plan, probe, summarise
-from firewall.policy import Check, Status
-from firewall.regression import Judgement, RunMean, compare
+from firewall.pipeline.stages import Progress, conclude, plan, probe
+from firewall.policy import Status
+from firewall.regression import RunMean, compare
 from firewall.runner import Schedule
 from firewall.runner.seeds import BaseSeed
 from firewall.spec import EvalSpec, warnings_for
@@ -247,7 +247,7 @@ def against_default_branch(
     limits = {eval_id: limit.max_drop for eval_id, limit in opted.items() if eval_id in probed}
     verdicts = regression.judge(comparisons, limits, base)
     reports = [
-        _with_regression(report, verdicts[report.id], limits[report.id])
+        verdict.against_default_branch(report, verdicts[report.id], limits[report.id])
         if report.id in verdicts
         else report
         for report in artefact.evals
@@ -259,7 +259,7 @@ def against_default_branch(
         if verdict.verdict == "unclear" and len(probed[eval_id].trials) < max_k[eval_id]
     ]
     updated = artefact.model_copy(
-        update={"evals": reports, "summary": summarise(reports, artefact.run.complete)}
+        update={"evals": reports, "summary": verdict.summarise(reports, artefact.run.complete)}
     )
     return updated, unclear
 
@@ -269,22 +269,6 @@ def _run_mean(report: EvalReport) -> RunMean:
     return RunMean(
         statistics.fmean(scores), statistics.stdev(scores) if len(scores) > 1 else 0.0, len(scores)
     )
-
-
-def _with_regression(report: EvalReport, verdict: Judgement, limit: float) -> EvalReport:
-    comparison = verdict.comparison
-    check = Check(
-        name="regression",
-        ok=verdict.verdict != "regression",
-        actual=f"drop {comparison.drop:.3f}" if comparison else "no baseline",
-        allowed=f"<= {limit:g} ({verdict.verdict})",
-    )
-    update: dict[str, object] = {"checks": [*report.checks, check]}
-    if verdict.verdict == "regression":  # a FAIL like any other: a non-blocking eval still warns
-        update.update(status=Status.FAIL, reason=verdict.reason)
-    elif verdict.verdict == "unclear":
-        update["reason"] = f"{report.reason}; {verdict.reason}"
-    return report.model_copy(update=update)
 
 
 def record(ctx: Context, artefact: Artefact, options: RunOptions) -> RunResult:

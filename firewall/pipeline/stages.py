@@ -1,4 +1,4 @@
-"""The stages every deciding command is made of: plan -> probe -> judge -> summarise.
+"""The stages every deciding command is made of: plan -> probe -> judge -> conclude.
 
 Each stage is a function of typed values that can be tested alone. None of them
 touches a file; ``record`` in ``firewall.pipeline.run`` and the lifecycle step
@@ -14,10 +14,10 @@ from typing import Literal, Protocol
 
 from firewall import adaptive
 from firewall.adaptive import Stop
-from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
+from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.diagnostics import diagnose
-from firewall.errors import ExitCode
 from firewall.lifecycle import Entry
+from firewall.pipeline import verdict
 from firewall.policy import Check, Status
 from firewall.runner import Interrupted, Runner, Schedule, Task
 from firewall.runner.trial import TrialRecord
@@ -171,33 +171,6 @@ def report_for(
     )
 
 
-def summarise(reports: Sequence[EvalReport], complete: bool) -> Summary:
-    """The counts by status and the exit code they make (contract §5)."""
-    counts = dict.fromkeys(Status, 0)
-    for report in reports:
-        counts[report.status] += 1
-    blocking = [report for report in reports if report.blocking]
-    if not complete:
-        code = ExitCode.INTERRUPTED
-    elif any(report.status is Status.FAIL for report in blocking):
-        code = ExitCode.FAIL
-    elif any(report.status is Status.ERROR for report in blocking):
-        code = ExitCode.ERROR
-    else:
-        code = ExitCode.OK
-    stops = [report.stop for report in reports if report.stop is not None]
-    return Summary(
-        **{"pass": counts[Status.PASS]},
-        fail=counts[Status.FAIL],
-        quarantine=counts[Status.QUARANTINE],
-        quarantined=counts[Status.QUARANTINED],
-        error=counts[Status.ERROR],
-        exit_code=code,
-        trials=sum(stop.trials for stop in stops),
-        planned=sum(stop.planned for stop in stops),
-    )
-
-
 def conclude(
     parts: Sequence[Probed],
     entries: Mapping[str, Entry],
@@ -214,20 +187,12 @@ def conclude(
                 if entry is not None:
                     reports.append(skipped(spec, entry))
                 continue
-            report = judge(spec, part.trials[spec.id], blocking=False if entry else None)
-            if entry is not None:  # probed with --include-quarantined: it stays quarantined
-                probed = report.status.label
-                report = report.model_copy(
-                    update={
-                        "status": Status.QUARANTINED,
-                        "reason": f"in quarantine, probed {probed}: {report.reason}",
-                    }
-                )
-            reports.append(report)
+            # probed with --include-quarantined: it stays quarantined
+            reports.append(verdict.in_quarantine(judge(spec, part.trials[spec.id]), entry))
     complete = all(part.complete for part in parts)
     return Artefact(
         run=run_info(parts, mode=mode, finished_at=finished_at),
-        summary=summarise(reports, complete),
+        summary=verdict.summarise(reports, complete),
         evals=reports,
     )
 

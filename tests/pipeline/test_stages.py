@@ -1,12 +1,17 @@
-"""The stages alone: the plan's seeds and k, and the exit code the summary makes."""
+"""The stages alone: the plan's seeds and k; the verdict's statuses and the exit code the
+summary makes."""
 
 from __future__ import annotations
+
+import datetime as dt
 
 import pytest
 from builders import make_report, make_spec
 
 from firewall.errors import ExitCode
-from firewall.pipeline.stages import plan, summarise
+from firewall.lifecycle import Entry
+from firewall.pipeline.stages import plan
+from firewall.pipeline.verdict import in_quarantine, summarise
 from firewall.policy import Status
 from firewall.runner import Schedule, Task
 from firewall.runner.seeds import trial_seed
@@ -37,6 +42,24 @@ def test_non_blocking_failures_and_errors_do_not_set_the_exit_code() -> None:
     summary = summarise(reports, True)
     assert summary.exit_code is ExitCode.OK
     assert (summary.pass_, summary.fail, summary.error) == (0, 1, 1)
+
+
+@pytest.mark.parametrize(("complete", "expected"), [(True, ExitCode.OK), (False, 130)])
+def test_a_nightly_exits_0_whatever_it_found_and_130_when_interrupted(
+    complete: bool, expected: int
+) -> None:
+    reports = [make_report("broken", Status.FAIL), make_report("down", Status.ERROR)]
+    assert summarise(reports, complete, blocks=False).exit_code == expected
+
+
+def test_an_eval_in_quarantine_probed_anyway_never_blocks() -> None:
+    entry = Entry(
+        since=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc), source="manual", reason="r"
+    )
+    report = in_quarantine(make_report("tone", Status.FAIL, reason="median 0.5 < 0.8"), entry)
+    assert (report.status, report.blocking) == (Status.QUARANTINED, False)
+    assert report.reason == "in quarantine, probed FAIL: median 0.5 < 0.8"
+    assert summarise([report], True).exit_code is ExitCode.OK
 
 
 def drain(schedule: Schedule) -> list[Task]:

@@ -1,0 +1,95 @@
+"""The verdict: every change of an eval's status after the policy, and the exit code.
+
+The policy (``firewall.policy``) decides each eval from its own trials. Three
+things can change that status afterwards, and they are all here, in the order a
+command applies them:
+
+    policy's status
+      -> in quarantine     an eval the registry holds reads QUARANTINED, never blocking
+      -> regression        a drop against the default branch's runs reads FAIL
+      -> tonight           the nightly's lifecycle: QUARANTINED with its streak,
+                           or the probe's own status once released or adopted
+      -> summary           the counts, and the exit code read from them, once
+
+The exit code has one truth, the artefact's summary: the terminal, the report,
+``$GITHUB_OUTPUT`` and the process all read it (an interrupted run is 130 there
+too, and a nightly that finished is 0 whatever it found).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from firewall.artefact import EvalReport, Summary
+from firewall.errors import ExitCode
+from firewall.lifecycle import Entry, Event
+from firewall.policy import Check, Status
+from firewall.regression import Judgement
+
+
+def in_quarantine(report: EvalReport, entry: Entry | None) -> EvalReport:
+    """An eval the registry holds, probed anyway (``--include-quarantined``): it stays
+    QUARANTINED and non-blocking, with what the probe found in its reason."""
+    if entry is None:
+        return report
+    return report.model_copy(
+        update={
+            "status": Status.QUARANTINED,
+            "blocking": False,
+            "reason": f"in quarantine, probed {report.status.label}: {report.reason}",
+        }
+    )
+
+
+def against_default_branch(report: EvalReport, verdict: Judgement, limit: float) -> EvalReport:
+    """The regression check's word: a significant drop beyond ``limit`` is a FAIL like any
+    other (a non-blocking eval still only warns); an unclear one says so in the reason."""
+    comparison = verdict.comparison
+    check = Check(
+        name="regression",
+        ok=verdict.verdict != "regression",
+        actual=f"drop {comparison.drop:.3f}" if comparison else "no baseline",
+        allowed=f"<= {limit:g} ({verdict.verdict})",
+    )
+    update: dict[str, object] = {"checks": [*report.checks, check]}
+    if verdict.verdict == "regression":
+        update.update(status=Status.FAIL, reason=verdict.reason)
+    elif verdict.verdict == "unclear":
+        update["reason"] = f"{report.reason}; {verdict.reason}"
+    return report.model_copy(update=update)
+
+
+def tonight(report: EvalReport, event: Event | None) -> EvalReport:
+    """The nightly's word: a still-quarantined eval reads QUARANTINED with its streak; a
+    released or newly adopted one keeps the probe's own status."""
+    if event is None or event.kind in ("released", "quarantined"):
+        return report
+    return report.model_copy(update={"status": Status.QUARANTINED, "reason": event.message})
+
+
+def summarise(reports: Sequence[EvalReport], complete: bool, *, blocks: bool = True) -> Summary:
+    """The counts by status and the exit code they make (contract §5). ``blocks=False``
+    (the nightly) exits 0 whatever it found; an interrupted run is 130 either way."""
+    counts = dict.fromkeys(Status, 0)
+    for report in reports:
+        counts[report.status] += 1
+    blocking = [report for report in reports if report.blocking] if blocks else []
+    if not complete:
+        code = ExitCode.INTERRUPTED
+    elif any(report.status is Status.FAIL for report in blocking):
+        code = ExitCode.FAIL
+    elif any(report.status is Status.ERROR for report in blocking):
+        code = ExitCode.ERROR
+    else:
+        code = ExitCode.OK
+    stops = [report.stop for report in reports if report.stop is not None]
+    return Summary(
+        **{"pass": counts[Status.PASS]},
+        fail=counts[Status.FAIL],
+        quarantine=counts[Status.QUARANTINE],
+        quarantined=counts[Status.QUARANTINED],
+        error=counts[Status.ERROR],
+        exit_code=code,
+        trials=sum(stop.trials for stop in stops),
+        planned=sum(stop.planned for stop in stops),
+    )
