@@ -1,6 +1,7 @@
 """`firewall nightly`: the run's stages with the lifecycle as its record step.
 
-    plan -> probe -> judge -> lifecycle (streaks, releases) -> record -> present -> publish
+    gather candidates -> probe -> judge -> lifecycle (the keeper's: streaks, releases,
+    adoptions, dismissals) -> verdict -> record -> present -> publish
 
 Nightly never blocks: whatever it finds, its exit code is 0 (130 when
 interrupted, and then nothing is counted). Its probes use `[nightly] k` trials
@@ -23,6 +24,8 @@ from firewall.pipeline.run import Kept, keep, probe_part
 from firewall.pipeline.stages import Progress, judge, run_info
 from firewall.policy import Status
 from firewall.runner.seeds import RANDOM, BaseSeed
+from firewall.spec import EvalSpec
+from firewall.store.parts import Probed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,55 +61,36 @@ def nightly(
     progress: Progress | None = None,
     present: Callable[[NightlyResult], None] | None = None,
 ) -> NightlyResult:
-    """plan -> probe -> judge -> lifecycle (kept by the keeper) -> record -> present -> publish"""
+    """gather -> probe -> judge -> lifecycle (the keeper's) -> verdict -> record -> present
+    -> publish: each a function below, or one call to the keeper."""
     ctx.dry_run(options.dry_run)
     before = ctx.entries()
     candidates = gather_candidates(ctx, issues=options.issues)
     wanted = set(before) | set(candidates)
-    targets = [
-        spec
-        for spec in ctx.specs
-        if options.probe_all
-        or spec.id in wanted
-        or any(suites.holds(spec, eval_id) for eval_id in wanted)  # a suite: its cases
-    ]
     part = probe_part(
         ctx,
-        targets,
+        targets := _targets(ctx, wanted, probe_all=options.probe_all),
         targets,
         seed=options.seed,
         k=options.k or ctx.settings.nightly.k,
         progress=progress,
     )
-    reports = {  # scrubbed: the lifecycle quotes them in entries, issues and the state branch
-        spec.id: ctx.secrets.scrub_model(judge(spec, part.trials[spec.id], blocking=False))
-        for spec in part.specs
-        if spec.id in part.trials
-        and (options.probe_all or spec.suite is None or spec.id in wanted)  # a suite's others
-    }
+    reports = _judge(ctx, part, wanted, probe_all=options.probe_all)
     events = _missing(ctx, before)
     failure: FirewallError | None = None  # the registry's, when it could not be changed
     if part.complete:  # an interrupted night counts nothing
-
-        def lifecycle(current: dict[str, Entry]) -> list[Event]:
-            return _lifecycle(ctx, current, reports, at=part.started_at, candidates=candidates)
-
         try:
             events += ctx.keeper.record_nightly(
-                lifecycle, at=part.started_at, candidates=candidates
+                lambda current: _lifecycle(
+                    ctx, current, reports, at=part.started_at, candidates=candidates
+                ),
+                at=part.started_at,
+                candidates=candidates,
             )
         except FirewallError as exc:
             failure = exc
-    said = {event.eval_id: event for event in events}
-    final = [verdict.tonight(reports[s.id], said.get(s.id)) for s in part.specs if s.id in reports]
-    artefact = Artefact(
-        run=run_info([part], mode="nightly", finished_at=part.finished_at),
-        # Nightly never blocks: whatever it found, it exits 0; interrupted, 130.
-        summary=verdict.summarise(final, part.complete, blocks=False),
-        evals=final,
-    )
+    artefact = _verdict(part, reports, events)
     report_path = options.report or ctx.cwd / ctx.settings.report
-    dry_run = not ctx.keeper.keeps
     if failure is not None:
         # As for a run: a registry that cannot be changed stops the record before any other
         # file; the probes are shown all the same, then the error (exit 2).
@@ -121,7 +105,7 @@ def nightly(
         artefact,
         events,
         report_path,
-        dry_run=dry_run,
+        dry_run=not ctx.keeper.keeps,
         problems=kept.problems,
         written=kept.error is None,
     )
@@ -131,6 +115,38 @@ def nightly(
     if kept.error is not None:
         raise kept.error
     return result
+
+
+def _targets(ctx: Context, wanted: Collection[str], *, probe_all: bool) -> list[EvalSpec]:
+    """What tonight probes: every quarantined eval and candidate (a suite for its cases),
+    or every eval with ``--all``."""
+    return [
+        spec
+        for spec in ctx.specs
+        if probe_all or spec.id in wanted or any(suites.holds(spec, eval_id) for eval_id in wanted)
+    ]
+
+
+def _judge(
+    ctx: Context, part: Probed, wanted: Collection[str], *, probe_all: bool
+) -> dict[str, EvalReport]:
+    """Each probed eval decided, never blocking (a suite's cases: only the wanted ones),
+    and scrubbed: the lifecycle quotes them in entries, issues and the state branch."""
+    return {
+        spec.id: ctx.secrets.scrub_model(judge(spec, part.trials[spec.id], blocking=False))
+        for spec in part.specs
+        if spec.id in part.trials and (probe_all or spec.suite is None or spec.id in wanted)
+    }
+
+
+def _verdict(part: Probed, reports: Mapping[str, EvalReport], events: list[Event]) -> Artefact:
+    said = {event.eval_id: event for event in events}
+    final = [verdict.tonight(reports[s.id], said.get(s.id)) for s in part.specs if s.id in reports]
+    return Artefact(
+        run=run_info([part], mode="nightly", finished_at=part.finished_at),
+        summary=verdict.summarise(final, part.complete, blocks=False),  # it never blocks
+        evals=final,
+    )
 
 
 def gather_candidates(ctx: Context, *, issues: bool) -> dict[str, Candidate]:
