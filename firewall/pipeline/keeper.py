@@ -167,7 +167,11 @@ class Reviewed(Keeper):
 
     def record_run(self, artefact: Artefact) -> Recorded:
         """New instabilities are candidates, kept on the state branch; the registry file
-        is never written. Says once where a candidate could not be kept, and why."""
+        is never written. Says once where a candidate could not be kept, and why, and
+        when this run cannot tell whether its history belongs on the state branch."""
+        checkout = self.checkout()
+        if self.shared is not None and not checkout.pull_request and not checkout.default_branch:
+            self.notice(_not_on_default(checkout, "this run's history is not kept there"))
         fresh = _fresh(artefact)
         if not fresh:
             return Recorded()

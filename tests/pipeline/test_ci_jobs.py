@@ -1,8 +1,10 @@
-"""The history on the GitHub topology: every job on its own fresh clone of one origin.
+"""The history on the GitHub topology: every job on its own checkout of one origin.
 
-A CI runner keeps nothing between jobs. Here each job is a new clone of a local bare
-origin, and the installed `firewall` command runs in it with the variables GitHub
-sets; what one job leaves for the next can only travel through the origin.
+A CI runner keeps nothing between jobs. Here each job's workspace is made from a
+local bare origin as `actions/checkout@v4` makes it (shallow, one refspec, no
+``origin/HEAD``, a pull request detached on its merge commit), and the installed
+`firewall` command runs in it with the variables and the payload GitHub sends;
+what one job leaves for the next can only travel through the origin.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepos import GIT_ENV, branch_files, fresh_clone, make_origin
+from actions import checkout, job_env, open_pull_request, pull_request_payload, push_payload, tip
+from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
 pytestmark = pytest.mark.e2e
 
 FIREWALL = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "firewall"
+REPOSITORY = "acme/app"
 CONFIG = """
 k = 5
 seed = "random"
@@ -46,36 +50,55 @@ def job(
     head: str | None = None,
     ci: bool = True,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """One CI job: a fresh clone, the command, and what the job leaves in its own files."""
-    clone = fresh_clone(origin, where, branch=head)
+    """One CI job on its own checkout, made as `actions/checkout@v4` makes it, with the
+    payload GitHub sends; ``ci=False`` is a developer's fresh clone instead."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("GITHUB_", "RUNNER_")) and key != "CI"
     }
     env.update(GIT_ENV)
-    if ci:
-        payload = where.parent / f"{where.name}-event.json"
-        body: dict[str, object] = {"repository": {"default_branch": "main"}}
-        if event == "pull_request":
-            body["pull_request"] = {"number": 7}
-        payload.write_text(json.dumps(body))
-        env.update(
-            CI="true",
-            GITHUB_ACTIONS="true",
-            GITHUB_EVENT_NAME=event,
-            GITHUB_REF=ref,
-            GITHUB_EVENT_PATH=str(payload),
-            GITHUB_STEP_SUMMARY=str(where.parent / f"{where.name}-summary.md"),
-            GITHUB_OUTPUT=str(where.parent / f"{where.name}-output.txt"),
-            GITHUB_WORKSPACE=str(clone),
+    if not ci:
+        workspace = fresh_clone(origin, where)
+    else:
+        base = tip(origin, "main")
+        if head is not None:  # a pull request: its branch, and GitHub's merge commit
+            author = fresh_clone(origin, where.parent / f"{where.name}-author")
+            git(author, "push", "--quiet", "origin", f"HEAD:refs/heads/{head}")
+            number = int(ref.split("/")[2])
+            sha = open_pull_request(origin, where.parent, number=number, base="main", head=head)
+            payload = pull_request_payload(
+                REPOSITORY,
+                "main",
+                number=number,
+                head=head,
+                head_sha=base,
+                base="main",
+                base_sha=base,
+            )
+        else:
+            sha = base
+            payload = push_payload(REPOSITORY, "main", branch="main", before=base, after=base)
+        workspace = checkout(origin, where, ref=ref, sha=sha)
+        env = job_env(
+            workspace,
+            event_name=event,
+            payload=payload,
+            ref=ref,
+            sha=sha,
+            repository=REPOSITORY,
+            head_ref=head or "",
+            base_ref="main" if head else "",
         )
-        if head:
-            env["GITHUB_HEAD_REF"] = head
     proc = subprocess.run(
-        [FIREWALL, *args], cwd=clone, env=env, capture_output=True, text=True, timeout=300
+        [FIREWALL, *args], cwd=workspace, env=env, capture_output=True, text=True, timeout=300
     )
-    return proc, clone
+    return proc, workspace
+
+
+def summary_of(where: Path) -> str:
+    """The job summary a job appended to, in its runner's scratch directory."""
+    return (where.parent / f"{where.name}-runner" / "summary.md").read_text()
 
 
 @pytest.fixture
@@ -98,7 +121,7 @@ def test_history_travels_between_jobs_through_the_origin(origin: Path, tmp_path:
     second, _ = job(origin, tmp_path / "main-2", "run")
     assert second.returncode == 0, second.stdout + second.stderr
     assert len(runs_on_state_branch(origin)) == 2
-    summary = (tmp_path / "main-2-summary.md").read_text()
+    summary = summary_of(tmp_path / "main-2")
     steady = next(line for line in summary.splitlines() if "| steady |" in line.replace("`", ""))
     assert "▇▇" in steady, "the second job's trend shows both jobs' medians (0.9 on a 0-1 scale)"
 
@@ -124,7 +147,7 @@ def test_a_pull_request_reads_the_trend_but_never_writes_it(origin: Path, tmp_pa
     )
     assert pull.returncode == 0, pull.stdout + pull.stderr
     assert runs_on_state_branch(origin) == before
-    summary = (tmp_path / "pr-summary.md").read_text()
+    summary = summary_of(tmp_path / "pr")
     assert "▇" in summary, "the default branch's trend, read in the pull request's job"
 
 
@@ -138,3 +161,25 @@ def test_a_job_that_cannot_push_says_so_once_and_exits_as_it_would(
     assert refused.returncode == 0, refused.stdout + refused.stderr
     assert refused.stderr.count("out of reach") == 1
     assert runs_on_state_branch(origin) == []
+
+
+def test_a_job_that_cannot_tell_its_default_branch_says_so(origin: Path, tmp_path: Path) -> None:
+    """A workflow_run job whose payload names no default branch, on a checkout whose remote
+    cannot be asked: its history would go nowhere in silence; it says so, and exits as it
+    would."""
+    base = tip(origin, "main")
+    workspace = checkout(origin, tmp_path / "job", ref="refs/heads/main", sha=base)
+    env = job_env(
+        workspace,
+        event_name="workflow_run",
+        payload={"action": "completed"},
+        ref="refs/heads/main",
+        sha=base,
+        repository=REPOSITORY,
+    )
+    git(workspace, "remote", "set-url", "origin", str(tmp_path / "moved.git"))
+    proc = subprocess.run(
+        [FIREWALL, "run"], cwd=workspace, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr.count("cannot tell the repository's default branch") == 1
