@@ -659,7 +659,8 @@ def test_the_installed_command_in_a_job(job: Path) -> None:
     assert commands(done.stdout) == []
     acted = commands(done.stderr)
     assert {c.name for c in acted} <= {"error", "warning", "notice"}
-    titles = {c.properties.get("title", "") for c in acted}
+    # The firewall's own warnings too (this job has no git remote and no token, and says so).
+    titles = {c.properties.get("title", "") for c in acted} - {"Flakiness Firewall"}
     assert titles == {
         "ERROR stderr-forger",
         "ERROR error-field",

@@ -210,6 +210,12 @@ class ScrubbedIssues:
         self.secrets = secrets
         self.notes = tracker.notes
 
+    @property
+    def left_closed(self) -> dict[str, int]:
+        """The wrapped tracker's: issues closed as not planned that a gate left closed."""
+        held: dict[str, int] = getattr(self.tracker, "left_closed", {})
+        return held
+
     def open_or_comment(self, eval_id: str, ctx: IssueContext) -> int | None:
         return self.tracker.open_or_comment(eval_id, self._context(ctx))
 
