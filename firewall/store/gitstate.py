@@ -42,7 +42,7 @@ from firewall.store.statefiles import (
 from firewall.timeutil import to_text
 
 STATE_REF = "refs/firewall/state"  # where the fetched tip is kept in the local repository
-PUSH_ATTEMPTS = 5
+PUSH_WINDOW_S = 60.0  # a push that keeps losing races retries this long, not a fixed count
 RAW_DAYS = 14  # runs kept whole: the trend window; older ones are rolled up by week
 
 
@@ -83,8 +83,10 @@ class GitState:
         """Add one run's rows as a file of its own, replace ``files``, change ``updates``
         (each given the tip's text of its file), roll up old runs, push.
 
-        A push that loses a race with another job is rebuilt on the new tip, up
-        to ``PUSH_ATTEMPTS`` times: run files never collide, a replaced file is the
+        A push that loses a race with another job is rebuilt on the new tip and tried
+        again, with a growing, jittered pause, for up to ``PUSH_WINDOW_S``: a count of
+        tries is soon spent when many jobs push at once (a sharded matrix), and a
+        window is what a job can afford. Run files never collide, a replaced file is the
         writer's whole new version, and an update is applied again to the new tip's
         text, so that two jobs changing different evals of one file both keep theirs.
         Raises ``StateError`` when it cannot push, saying whether the remote refused
@@ -99,10 +101,14 @@ class GitState:
         self.rows()
         names = [*fixed, *(updates or {})]
         what = f"{rows[0].mode} {rows[0].run_id}, {len(rows)} evals" if rows else ", ".join(names)
-        for attempt in range(PUSH_ATTEMPTS):
+        deadline = time.monotonic() + PUSH_WINDOW_S
+        attempt = 0
+        while attempt == 0 or time.monotonic() < deadline:
             if attempt:
-                time.sleep(random.uniform(0.05, 0.3) * attempt)  # let the winner finish
+                # Let the winner finish; jitter keeps the losers from meeting again.
+                time.sleep(random.uniform(0.05, 0.3) * min(attempt, 8))
                 self._tip = self._fetch()
+            attempt += 1
             changes = dict(fixed)
             for name, update in (updates or {}).items():
                 changes[name] = update(self._text(self._tip, name))
@@ -134,7 +140,8 @@ class GitState:
                     f"git push to {self.describe()} failed: {last_line(pushed.stderr)}"
                 )
         raise StateError(
-            f"git push to {self.describe()} lost the race {PUSH_ATTEMPTS} times in a row"
+            f"git push to {self.describe()} lost the race {attempt} times in "
+            f"{PUSH_WINDOW_S:g} s to other jobs pushing at once"
         )
 
     def _remember(self, rows: Sequence[HistoryRow]) -> None:
