@@ -20,6 +20,7 @@ from firewall.errors import ExitCode, FirewallError, RegistryError
 from firewall.lifecycle import Candidate, Entry, Event, advance, quarantine_entry
 from firewall.pipeline import effects, suites, verdict
 from firewall.pipeline.context import Context
+from firewall.pipeline.defined import kind_of
 from firewall.pipeline.run import Kept, keep, probe_part
 from firewall.pipeline.stages import Progress, judge, run_info
 from firewall.policy import Status
@@ -76,7 +77,7 @@ def nightly(
         progress=progress,
     )
     reports = _judge(ctx, part, wanted, probe_all=options.probe_all)
-    events = _missing(ctx, before)
+    events = _missing(ctx, before, part, reports)
     failure: FirewallError | None = None  # the registry's, when it could not be changed
     if part.complete:  # an interrupted night counts nothing
         try:
@@ -161,18 +162,43 @@ def gather_candidates(ctx: Context, *, issues: bool) -> dict[str, Candidate]:
     return found
 
 
-def _missing(ctx: Context, before: Mapping[str, Entry]) -> list[Event]:
-    known = {spec.id for spec in ctx.specs}
-    return [
-        Event(
-            eval_id,
-            "missing",
-            f"is quarantined but no longer defined; release it with "
-            f"`firewall quarantine release {eval_id}`",
-        )
-        for eval_id in sorted(before)
-        if eval_id not in known
-    ]
+def _missing(
+    ctx: Context, before: Mapping[str, Entry], part: Probed, reports: Mapping[str, EvalReport]
+) -> list[Event]:
+    """The quarantined ids tonight could not re-probe, each with why and what to do: gone
+    from the project, a case its suite ran without, or a pytest test (the nightly has no
+    pytest session to run it in)."""
+    ran = {spec.suite for spec in part.specs if spec.suite is not None}
+    events = []
+    for eval_id in sorted(before):
+        if eval_id in reports:
+            continue
+        kind = kind_of(ctx.specs, eval_id, ctx.cwd)
+        release = f"`firewall quarantine release {eval_id}`"
+        if kind == "eval" or (kind == "case" and not part.complete):
+            continue  # probed, or a probe cut short: nothing to say of it
+        if kind == "pytest":
+            message = (
+                f"is a pytest test, which the nightly cannot re-probe: probe it with "
+                f"`pytest --firewall-k {ctx.settings.nightly.k} {_pytest_args(eval_id)}` and, once "
+                f"stable, release it with {release}"
+            )
+        elif kind == "case" and any(suites.holds(s, eval_id) for s in ctx.specs if s.id in ran):
+            message = f"was not among its suite's cases tonight; release it with {release}"
+        else:
+            message = f"is quarantined but no longer defined; release it with {release}"
+        events.append(Event(eval_id, "missing", message))
+    return events
+
+
+def _pytest_args(eval_id: str) -> str:
+    """pytest's arguments that select a test by its eval id: its file, and ``-k`` with its
+    function's name where the id keeps it whole (every parameter of it, then)."""
+    parts = eval_id.split("/")
+    at = next(i for i, part in enumerate(parts) if part.endswith(".py")) + 1
+    file, names = "/".join(parts[:at]), parts[at:]
+    name = names[-1].split(".", 1)[0] if names else ""
+    return f"{file} -k {name}" if name.isidentifier() else file
 
 
 def _lifecycle(

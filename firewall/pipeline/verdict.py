@@ -5,7 +5,8 @@ things can change that status afterwards, and they are all here, in the order a
 command applies them:
 
     policy's status
-      -> in quarantine     an eval the registry holds reads QUARANTINED, never blocking
+      -> in quarantine     an eval the registry holds reads QUARANTINED, never blocking;
+                           one failing consistently reads FAIL: broken is not flaky
       -> regression        a drop against the default branch's runs reads FAIL
       -> tonight           the nightly's lifecycle: QUARANTINED with its streak,
                            or the probe's own status once released or adopted
@@ -27,11 +28,28 @@ from firewall.policy import Check, Status
 from firewall.regression import Judgement
 
 
+def broken(report: EvalReport) -> bool:
+    """Whether a probe shows an eval failing consistently, not scattering: every scored
+    trial failed, or it is stable and its median is below the threshold."""
+    if report.status is not Status.FAIL:
+        return False
+    scored = [t for t in report.trials if t.error is None and t.score is not None]
+    every_trial = bool(scored) and not any(t.passed for t in scored)
+    below = any(check.name == "median" and not check.ok for check in report.checks)
+    return every_trial or below
+
+
 def in_quarantine(report: EvalReport, entry: Entry | None) -> EvalReport:
-    """An eval the registry holds, probed anyway (``--include-quarantined``): it stays
-    QUARANTINED and non-blocking, with what the probe found in its reason."""
+    """An eval the registry holds, probed anyway (``--include-quarantined``, or a case whose
+    suite ran for its other cases): it stays QUARANTINED and non-blocking, with what the
+    probe found in its reason; unless it is broken, which is not flaky (contract §4): then
+    it is the FAIL it is, blocking as the eval does."""
     if entry is None:
         return report
+    if broken(report):
+        return report.model_copy(
+            update={"reason": f"{_flaky_since(entry)}, now failing consistently: {report.reason}"}
+        )
     return report.model_copy(
         update={
             "status": Status.QUARANTINED,
@@ -61,10 +79,22 @@ def against_default_branch(report: EvalReport, verdict: Judgement, limit: float)
 
 def tonight(report: EvalReport, event: Event | None) -> EvalReport:
     """The nightly's word: a still-quarantined eval reads QUARANTINED with its streak; a
-    released or newly adopted one keeps the probe's own status."""
+    released or newly adopted one keeps the probe's own status; a broken one reads FAIL
+    (the nightly never blocks), and says it will fail the gate once released."""
     if event is None or event.kind in ("released", "quarantined"):
         return report
+    if broken(report):
+        return report.model_copy(
+            update={
+                "reason": f"quarantined as flaky, now failing consistently: {report.reason}; "
+                f"{event.message}; once released it fails the gate"
+            }
+        )
     return report.model_copy(update={"status": Status.QUARANTINED, "reason": event.message})
+
+
+def _flaky_since(entry: Entry) -> str:
+    return f"quarantined as flaky since {entry.since:%Y-%m-%d}"
 
 
 def summarise(reports: Sequence[EvalReport], complete: bool, *, blocks: bool = True) -> Summary:

@@ -8,6 +8,7 @@ from firewall.discovery import discover
 from firewall.errors import FirewallError
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
+from firewall.pipeline.defined import kind_of
 from firewall.report.calibrate import Calibration, calibrate
 from firewall.report.status import StatusView, build
 
@@ -40,10 +41,12 @@ def calibration(ctx: Context) -> Calibration:
 
 
 def _defined_ids(ctx: Context, wanted: set[str]) -> set[str]:
-    """Which quarantined ids still exist; a discovery failure only loses that detail."""
+    """Which quarantined ids still name a test: an eval, a suite's case, a pytest test. A
+    discovery failure only loses that detail."""
     if not wanted:
         return set()
     try:
-        return {spec.id for spec in discover(ctx.config, ctx.cwd)} & wanted
+        specs = discover(ctx.config, ctx.cwd)
     except FirewallError:
         return wanted
+    return {eval_id for eval_id in wanted if kind_of(specs, eval_id, ctx.cwd) is not None}
