@@ -285,6 +285,53 @@ def test_firewall_gate_decides_the_part(pytester: pytest.Pytester) -> None:
     )
 
 
+DEFAULTS_LINE = "no [tool.firewall] or firewall.toml: deciding with the defaults the probe ran on"
+
+
+@pytest.mark.parametrize("pyproject", [None, "[tool.pytest.ini_options]\naddopts = '-ra'\n"])
+def test_firewall_gate_decides_a_part_on_the_defaults_in_a_project_without_a_configuration(
+    pytester: pytest.Pytester, pyproject: str | None
+) -> None:
+    """The plugin probes on the defaults without a configuration; its gate decides on them too."""
+    if pyproject is not None:  # pytest's own settings, no [tool.firewall]
+        pytester.makepyprojecttoml(pyproject)
+    pytester.makepyfile(test_suite=SUITE)
+    probe(pytester)
+
+    gate = invoke_split("gate", "part.json", "--no-issues", "--report", "report.json")
+
+    assert gate.exit_code == 1, gate.output  # test_broken fails the gate, as with a config
+    assert gate.stderr.splitlines()[0] == DEFAULTS_LINE
+    report = json.loads((pytester.path / "report.json").read_text())
+    statuses = {e["id"]: e["status"] for e in report["evals"]}
+    assert statuses["test_suite.py/test_broken"] == "fail"
+    assert statuses["test_suite.py/test_flaky"] == "quarantine"
+    registry = json.loads((pytester.path / "quarantine.json").read_text())
+    assert list(registry["evals"]) == ["test_suite.py/test_flaky"]  # where --firewall reads it
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "said"),
+    [
+        ({"firewall.toml": "k = 'seven'\n"}, (), "firewall.toml"),
+        ({"pyproject.toml": "[tool.firewall]\nk = 'seven'\n"}, (), "pyproject.toml"),
+        ({}, ("--config", "missing.toml"), "missing.toml: no such configuration file"),
+    ],
+)
+def test_a_configuration_that_is_there_but_broken_still_stops_the_gate(
+    pytester: pytest.Pytester, files: dict[str, str], args: tuple[str, ...], said: str
+) -> None:
+    pytester.makepyfile(test_suite="def test_fine():\n    pass\n")
+    probe(pytester)
+    for name, text in files.items():
+        (pytester.path / name).write_text(text)
+
+    gate = invoke_split("gate", "part.json", "--no-issues", *args)
+
+    assert gate.exit_code == 2, gate.output
+    assert said in gate.stderr and DEFAULTS_LINE not in gate.stderr
+
+
 def test_setup_errors_skips_and_xfails_are_trials_of_their_own_kind(
     pytester: pytest.Pytester,
 ) -> None:
