@@ -4,7 +4,10 @@ registry, `--firewall-k` probes in process and writes a part that `firewall gate
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -330,6 +333,42 @@ def test_a_configuration_that_is_there_but_broken_still_stops_the_gate(
 
     assert gate.exit_code == 2, gate.output
     assert said in gate.stderr and DEFAULTS_LINE not in gate.stderr
+
+
+def test_the_ci_step_the_probe_offers_fails_while_a_test_fails(pytester: pytest.Pytester) -> None:
+    """`pytest --firewall-k` alone exits 0 over failing tests (its trials are measurements):
+    the step its closing lines offer runs the gate after it, and fails with it."""
+    pytester.makepyfile(
+        test_suite="def test_fine():\n    pass\n\n\ndef test_broken():\n    assert False\n"
+    )
+    result, _ = probe(pytester)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "pytest exits 0: the failed trials of 1 test are measurements, and the verdict is "
+            "the gate's exit status",
+            "decide it with: firewall gate part.json",
+        ]
+    )
+    (offered,) = [line for line in result.outlines if line.startswith("in CI, ")]
+    step = offered.split(": ", 1)[1]
+    assert step == "pytest --firewall-k 7 --firewall-out part.json && firewall gate part.json"
+
+    bin_dir = str(Path(sys.executable).parent)  # where this environment's pytest and firewall are
+    env = {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
+    proc = subprocess.run(
+        ["bash", "-c", step],
+        cwd=pytester.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert "7 failed, 7 passed" in proc.stdout  # pytest's own count, as a person sees it
+    assert DEFAULTS_LINE in proc.stderr  # the gate ran, on the defaults
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # ...and the step fails with it
 
 
 def test_setup_errors_skips_and_xfails_are_trials_of_their_own_kind(
