@@ -427,6 +427,23 @@ def load_config(explicit: Path | None = None, cwd: Path | None = None) -> Loaded
     )
 
 
+def load_config_or_defaults(explicit: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
+    """``load_config``, except that a project with no configuration of its own runs on the
+    defaults (``path`` None), as the pytest plugin's probe does.
+
+    No configuration means no ``firewall.toml`` and no ``pyproject.toml`` with a
+    ``[tool.firewall]`` table (one that holds only pytest's settings is not the
+    firewall's). A configuration that is there and broken, and a ``--config``
+    that names no file, are still the errors they are.
+    """
+    cwd = cwd or Path.cwd()
+    if explicit is None:
+        found = find_config(None, cwd)
+        if found is None or (found[1] and not has_firewall_table(found[0])):
+            return LoadedConfig(settings=Settings(), path=None, prefix="")
+    return load_config(explicit, cwd)
+
+
 def parse_settings(table: Any, *, source: str, prefix: str = "") -> Settings:
     try:
         settings = Settings.model_validate(table)

@@ -26,6 +26,7 @@ import contextlib
 import os
 import re
 import secrets
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
@@ -135,21 +136,47 @@ def stop_commands(text: str, *, tokens: Callable[[], str] = lambda: secrets.toke
     return f"::stop-commands::{token}\n{body}::{token}::"
 
 
+def stderr_columns() -> int:
+    """How many columns the terminal on stderr has: ``COLUMNS`` when set (as for
+    ``shutil.get_terminal_size``), else the terminal's own size, else 80.
+
+    Asked of stderr, not stdout: the progress line is drawn there, and stdout may
+    be a file (``--format json > out.json``) while stderr is the terminal.
+    """
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):  # no file number, or not a terminal
+        return shutil.get_terminal_size((80, 24)).columns
+
+
 class Progress:
     """A one-line trial counter on stderr, shown only when stderr is a terminal.
 
     The pipeline calls ``start`` with the number of trials it planned (a shard's
     own, not the suite's), ``step`` once per finished trial, and ``finish`` before
     anything else is printed.
+
+    Each step rewrites the line in place with ``\\r``, which returns only to the
+    start of the terminal's last row: a line as wide as the terminal or wider
+    wraps, and every update would leave a row of debris above. So the line is cut
+    to one column less than the terminal's width, measured at every step (the
+    window may be resized), and padded to it to cover the longer line before.
     """
 
-    WIDTH = 100
-
-    def __init__(self, *, enabled: bool | None = None) -> None:
+    def __init__(
+        self, *, enabled: bool | None = None, columns: Callable[[], int] = stderr_columns
+    ) -> None:
         self.total = 0
         self.done = 0
         self.errors = 0
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.columns = columns
 
     def start(self, total: int) -> None:
         self.total, self.done, self.errors = total, 0, 0
@@ -162,14 +189,19 @@ class Progress:
         self.done += 1
         self.errors += errored
         if self.enabled:
-            width = len(str(self.total))
-            line = f"\r[{self.done:>{width}}/{self.total}] {self.errors} errored  last: {eval_id}"
-            click.echo(inert(line[: self.WIDTH].ljust(self.WIDTH)), err=True, nl=False)
+            digits = len(str(self.total))
+            line = f"[{self.done:>{digits}}/{self.total}] {self.errors} errored  last: {eval_id}"
+            width = self.width()
+            click.echo("\r" + inert(line[:width].ljust(width)), err=True, nl=False)
+
+    def width(self) -> int:
+        """The line's width: one column short of the terminal's, so it never wraps."""
+        return max(self.columns() - 1, 1)
 
     def finish(self) -> None:
         """Clear the line (once), so that what follows starts on a clean one."""
         if self.enabled and self.done:
-            click.echo("\r" + " " * self.WIDTH + "\r", err=True, nl=False)
+            click.echo("\r" + " " * self.width() + "\r", err=True, nl=False)
         self.done = 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from firewall import output
@@ -21,7 +23,47 @@ def test_progress_writes_to_stderr_only_when_enabled(capsys: pytest.CaptureFixtu
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "[2/2] 1 errored" in captured.err and "last: b" in captured.err
-    assert captured.err.endswith("\r" + " " * output.Progress.WIDTH + "\r")
+    assert captured.err.endswith("\r" + " " * shown.width() + "\r")
+
+
+@pytest.mark.parametrize("columns", [100, 60, 24])
+def test_progress_never_wraps_in_a_narrow_terminal(
+    columns: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``\\r`` returns to the start of the last row only: a line that wraps leaves debris."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    shown = output.Progress(enabled=True)
+    shown.start(519)
+    for index in range(519):
+        shown.step(f"tests/test_checkout.py/test_case_with_a_long_name.{index:04}", errored=False)
+    shown.finish()
+    err = capsys.readouterr().err
+    assert "\n" not in err
+    drawn = err.split("\r")[1:-1]  # every update, then the clearing line
+    assert len(drawn) == 520
+    assert {len(line) for line in drawn} == {columns - 1}  # each covers the one before
+    assert drawn[0].startswith("[  1/519] 0 errored  last: "[: columns - 1])
+
+
+def test_the_width_is_stderrs_terminal_when_columns_is_not_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(output.os, "get_terminal_size", lambda fd: os.terminal_size((37, 9)))
+    assert output.stderr_columns() == 37
+    assert output.Progress(enabled=True).width() == 36
+    monkeypatch.setenv("COLUMNS", "52")
+    assert output.stderr_columns() == 52
+
+
+def test_the_width_is_a_resized_terminals(capsys: pytest.CaptureFixture[str]) -> None:
+    sizes = iter([80, 30])
+    shown = output.Progress(enabled=True, columns=lambda: next(sizes))
+    shown.start(2)
+    shown.step("a" * 100, errored=False)
+    shown.step("b" * 100, errored=False)
+    first, second = capsys.readouterr().err.split("\r")[1:]
+    assert (len(first), len(second)) == (79, 29)
 
 
 def test_progress_is_off_when_stderr_is_not_a_terminal() -> None:

@@ -4,7 +4,10 @@ registry, `--firewall-k` probes in process and writes a part that `firewall gate
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -283,6 +286,89 @@ def test_firewall_gate_decides_the_part(pytester: pytest.Pytester) -> None:
     rerun.stdout.fnmatch_lines(
         ["test_suite.py::test_flaky failed, not counted: quarantined: iqr *"]
     )
+
+
+DEFAULTS_LINE = "no [tool.firewall] or firewall.toml: deciding with the defaults the probe ran on"
+
+
+@pytest.mark.parametrize("pyproject", [None, "[tool.pytest.ini_options]\naddopts = '-ra'\n"])
+def test_firewall_gate_decides_a_part_on_the_defaults_in_a_project_without_a_configuration(
+    pytester: pytest.Pytester, pyproject: str | None
+) -> None:
+    """The plugin probes on the defaults without a configuration; its gate decides on them too."""
+    if pyproject is not None:  # pytest's own settings, no [tool.firewall]
+        pytester.makepyprojecttoml(pyproject)
+    pytester.makepyfile(test_suite=SUITE)
+    probe(pytester)
+
+    gate = invoke_split("gate", "part.json", "--no-issues", "--report", "report.json")
+
+    assert gate.exit_code == 1, gate.output  # test_broken fails the gate, as with a config
+    assert gate.stderr.splitlines()[0] == DEFAULTS_LINE
+    report = json.loads((pytester.path / "report.json").read_text())
+    statuses = {e["id"]: e["status"] for e in report["evals"]}
+    assert statuses["test_suite.py/test_broken"] == "fail"
+    assert statuses["test_suite.py/test_flaky"] == "quarantine"
+    registry = json.loads((pytester.path / "quarantine.json").read_text())
+    assert list(registry["evals"]) == ["test_suite.py/test_flaky"]  # where --firewall reads it
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "said"),
+    [
+        ({"firewall.toml": "k = 'seven'\n"}, (), "firewall.toml"),
+        ({"pyproject.toml": "[tool.firewall]\nk = 'seven'\n"}, (), "pyproject.toml"),
+        ({}, ("--config", "missing.toml"), "missing.toml: no such configuration file"),
+    ],
+)
+def test_a_configuration_that_is_there_but_broken_still_stops_the_gate(
+    pytester: pytest.Pytester, files: dict[str, str], args: tuple[str, ...], said: str
+) -> None:
+    pytester.makepyfile(test_suite="def test_fine():\n    pass\n")
+    probe(pytester)
+    for name, text in files.items():
+        (pytester.path / name).write_text(text)
+
+    gate = invoke_split("gate", "part.json", "--no-issues", *args)
+
+    assert gate.exit_code == 2, gate.output
+    assert said in gate.stderr and DEFAULTS_LINE not in gate.stderr
+
+
+def test_the_ci_step_the_probe_offers_fails_while_a_test_fails(pytester: pytest.Pytester) -> None:
+    """`pytest --firewall-k` alone exits 0 over failing tests (its trials are measurements):
+    the step its closing lines offer runs the gate after it, and fails with it."""
+    pytester.makepyfile(
+        test_suite="def test_fine():\n    pass\n\n\ndef test_broken():\n    assert False\n"
+    )
+    result, _ = probe(pytester)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "pytest exits 0: the failed trials of 1 test are measurements, and the verdict is "
+            "the gate's exit status",
+            "decide it with: firewall gate part.json",
+        ]
+    )
+    (offered,) = [line for line in result.outlines if line.startswith("in CI, ")]
+    step = offered.split(": ", 1)[1]
+    assert step == "pytest --firewall-k 7 --firewall-out part.json && firewall gate part.json"
+
+    bin_dir = str(Path(sys.executable).parent)  # where this environment's pytest and firewall are
+    env = {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
+    proc = subprocess.run(
+        ["bash", "-c", step],
+        cwd=pytester.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert "7 failed, 7 passed" in proc.stdout  # pytest's own count, as a person sees it
+    assert DEFAULTS_LINE in proc.stderr  # the gate ran, on the defaults
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # ...and the step fails with it
 
 
 def test_setup_errors_skips_and_xfails_are_trials_of_their_own_kind(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from firewall import output
 from firewall.cli import render
 from firewall.cli.common import config_option, dry_run_option, output_options
 from firewall.pipeline import context
@@ -42,8 +43,16 @@ def gate(
     gate over half the evals, unless --allow-partial. Exit codes are those of
     `firewall run`; a part that was interrupted makes the gate's result
     incomplete (exit 130).
+
+    A project without a configuration (a pytest suite probed by `pytest
+    --firewall-k`, which ran on the defaults) is decided on the defaults too: each
+    part carries the specs, thresholds included, that it was probed with.
     """
-    ctx = context.load(config_path, with_evals=False, dry_run=dry_run)
+    ctx = context.load(config_path, with_evals=False, dry_run=dry_run, or_defaults=True)
+    if ctx.config.path is None:
+        output.note(
+            "no [tool.firewall] or firewall.toml: deciding with the defaults the probe ran on"
+        )
     options = RunOptions(
         dry_run=dry_run, report=report, issues=not no_issues, allow_partial=allow_partial
     )

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from firewall import output
-from firewall.config import LoadedConfig, Settings, load_config
+from firewall.config import LoadedConfig, Settings, load_config, load_config_or_defaults
 from firewall.discovery import discover, nothing_selected, select
 from firewall.errors import ConfigError, NothingSelected
 from firewall.lifecycle import Entry
@@ -165,6 +165,7 @@ def load(
     with_evals: bool = True,
     require: bool = False,
     dry_run: bool = False,
+    or_defaults: bool = False,
     clock: Clock = now,
 ) -> Context:
     """Read the config, check the paths it names, discover the selected evals, and choose
@@ -173,10 +174,12 @@ def load(
     ``with_evals=False`` skips discovery (which imports the evals' modules) for
     commands that need only the settings and the registry. ``require`` makes an
     empty selection a ``NothingSelected`` (exit 5): what `run` and `probe` ask.
-    ``dry_run`` keeps nothing anywhere.
+    ``dry_run`` keeps nothing anywhere. ``or_defaults`` runs a project without a
+    configuration on the defaults (``config.path`` None) instead of refusing it: what
+    `gate` asks, since a probe part carries the specs it was probed with.
     """
     cwd = cwd or Path.cwd()
-    config = load_config(config_path, cwd)
+    config = (load_config_or_defaults if or_defaults else load_config)(config_path, cwd)
     if config_path is None and config.path is not None and config.path.parent != cwd.resolve():
         cwd = config.path.parent  # found above: the project's root, as pytest's rootdir
     check_paths(config, cwd)

@@ -5,7 +5,9 @@
                                    the entry's reason and issue) instead of failing the session
     pytest --firewall-k 7          probe every selected test 7 times in this one process,
                                    with the firewall's seeds, and write a probe part that
-                                   `firewall gate` decides (``--firewall-out``)
+                                   `firewall gate` decides (``--firewall-out``); it exits
+                                   0 whatever the trials did, so CI runs
+                                   ``pytest --firewall-k 7 --firewall-out P && firewall gate P``
     pytest --firewall-replay S     run with one trial's seed again: ``firewall_seed`` is S,
                                    and ``random`` is seeded with it before each test
 
@@ -43,7 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="K",
         default=None,
         help="Probe every selected test K times in this process with the firewall's seeds "
-        "and write a probe part for `firewall gate`; exits 0 when the probe is complete.",
+        "and write a probe part for `firewall gate`; exits 0 when the probe is complete, "
+        "so in CI run the gate after it: pytest --firewall-k 7 && firewall gate PART.",
     )
     group.addoption(
         "--firewall-out",

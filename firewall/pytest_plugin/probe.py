@@ -21,7 +21,9 @@ When the session ends the trials are written as a probe part (``--firewall-out``
 that `firewall gate` decides, as it decides the parts of `firewall probe`. Like
 `firewall probe`, a complete probe exits 0 whatever its trials did: a failed
 trial is a measurement, and the gate is the judge. An incomplete one (``-x``, an
-interrupt) is marked so in its part and keeps pytest's exit status.
+interrupt) is marked so in its part and keeps pytest's exit status. The closing
+lines offer the CI step that cannot go green while tests fail:
+``pytest --firewall-k 7 --firewall-out P && firewall gate P``.
 """
 
 from __future__ import annotations
@@ -320,10 +322,12 @@ class Probe:
             f"probed {len(part.trials)} tests x {self.k} trials ({count} trials, base seed "
             f"{part.base_seed}) -> {self.out}{state}"
         )
+        missed = 0
         for eval_id, trials in part.trials.items():
             failed = sum(t.passed is False for t in trials)
             errored = sum(t.errored for t in trials)
             if failed or errored:
+                missed += 1
                 what = [
                     f"{n} {word}" for n, word in ((failed, "failed"), (errored, "errored")) if n
                 ]
@@ -334,7 +338,33 @@ class Probe:
             terminalreporter.line(
                 f"{items} cannot be parametrized (unittest cases, doctests): run once, not probed"
             )
-        terminalreporter.line(f"decide it with: firewall gate {self.out}")
+        invoked = terminalreporter.config.invocation_params.dir
+        for line in self.closing_lines(part.complete, missed, invoked):
+            terminalreporter.line(line)
+
+    def closing_lines(self, complete: bool, missed: int, invoked: Path) -> list[str]:
+        """Who judges, and the CI step that fails when tests fail (README: the plugin in CI).
+
+        A complete probe exits 0 whatever its trials did, so a CI step of
+        ``pytest --firewall-k`` alone is green over failing tests: the step offered
+        runs the gate after it with ``&&``, so that it fails when the gate fails
+        and when the probe is cut short (pytest's own status, kept then).
+        """
+        out = self.out.relative_to(invoked) if self.out.is_relative_to(invoked) else self.out
+        part = shlex.quote(str(out))
+        lines = []
+        if complete and missed:
+            lines.append(
+                f"pytest exits 0: the failed trials of {missed} "
+                f"test{'s' if missed != 1 else ''} are measurements, and the verdict is the "
+                "gate's exit status"
+            )
+        lines.append(f"decide it with: firewall gate {part}")
+        lines.append(
+            f"in CI, one step that fails when the gate does: pytest --firewall-k {self.k} "
+            f"--firewall-out {part} && firewall gate {part}"
+        )
+        return lines
 
 
 def _seed(item: pytest.Item) -> None:

@@ -3,7 +3,8 @@
 The layout lives in ``templates/summary.md.j2``; this module decides what goes
 in it: the rows worst first, every cell escaped (an eval's reason is whatever
 it printed, and must not become a table column, HTML or an image), and only
-as many rows as fit in GitHub's 1 MiB per step.
+as many rows as fit in GitHub's 1 MiB per step. Beyond a screenful of evals it
+leads with those that need a look (``firewall.report.selection``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import jinja2
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.policy import Status
+from firewall.report.selection import select
 from firewall.report.terminal import adaptivity
 from firewall.text import number, printable
 
@@ -102,13 +104,26 @@ def render_summary(
 ) -> str:
     """The run as Markdown, at most ``limit_bytes`` of UTF-8.
 
+    Up to a screenful of evals (``selection.SCREENFUL``) the table has every
+    one, worst first. Beyond, it has those that need a look, a line counts the
+    rest, and every eval is in a collapsed table below, if that fits in
+    ``limit_bytes``; else the line points to the JSON report. A table that still
+    does not fit loses its last rows, with a note.
+
     ``trends`` maps an eval id to its sparkline, ``issue_links`` to the URL of
     its quarantine issue; ``overdue`` lists quarantines due for review and
     ``report`` names the JSON report the truncation note points to.
     """
-    rows = [_row(r, trends or {}, issue_links or {}) for r in sorted(artefact.evals, key=severity)]
+    ordered = sorted(artefact.evals, key=severity)
+    chosen = select(ordered)  # beyond a screenful: what needs a look, and a count of the rest
+    every = [_row(r, trends or {}, issue_links or {}) for r in ordered]
+    rows = every[: len(chosen.shown)]  # the first of the same order
     template = _ENV.get_template("summary.md.j2")
-    context = _context(artefact, overdue, report)
+    context = _context(artefact, overdue, report) | {"more": chosen.counted(), "every": []}
+    if chosen.rest:  # every eval in a collapsed table, if it fits
+        text = template.render(context | {"every": every}, rows=rows, omitted=0)
+        if _size(text) <= limit_bytes:
+            return text
     text = template.render(context, rows=rows, omitted=0)
     if _size(text) <= limit_bytes:
         return text
@@ -156,7 +171,6 @@ def _context(artefact: Artefact, overdue: Sequence[str], report: str | None) -> 
         "run_line": _run_line(artefact),
         "complete": artefact.run.complete,
         "total": len(artefact.evals),
-        "has_quarantines": any(_in_quarantine(r) for r in artefact.evals),
         "report": cell(report, ID_LIMIT) if report else "",
         "overdue": ", ".join(cell(eval_id, ID_LIMIT) for eval_id in overdue[:OVERDUE_SHOWN]),
         "overdue_more": max(0, len(overdue) - OVERDUE_SHOWN),

@@ -4,7 +4,9 @@ need a look, and the closing lines (counts, what changed on disk, where the repo
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -13,7 +15,8 @@ import click
 from firewall.artefact import Artefact, EvalReport
 from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.policy import Status
-from firewall.text import MISSING, columns, number, percent
+from firewall.report.selection import select
+from firewall.text import MISSING, number, percent
 
 _COLOURS = {
     Status.PASS: "green",
@@ -25,26 +28,155 @@ _COLOURS = {
 _HEADER = ("STATUS", "EVAL", "MEDIAN", "IQR", "K", "PASS", "REASON")
 
 
+LOG_WIDTH = 120
+"""The width of a table printed to a CI log, where there is no terminal to measure."""
+MIN_ID = 20  # an id cut shorter than this no longer says which test it is
+MIN_REASON = 24  # narrower than this, the reason goes on lines of its own below the row
+REASON_LINES = 3  # a reason longer than this many lines is cut: -v and the report have it all
+
+
+def width() -> int:
+    """The columns a table may use: the terminal's when stdout is one, ``COLUMNS`` when
+    set, else ``LOG_WIDTH``.
+
+    In a CI log a line has no width to fit (the viewer wraps it), but a table must
+    pick one to line up; 120 columns keep a row readable beside the log's
+    timestamps, and an id cut in the middle stays recognisable (the report, the
+    job summary and the annotations carry it whole).
+    """
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return shutil.get_terminal_size((LOG_WIDTH, 24)).columns
+    return LOG_WIDTH
+
+
 def table(
-    reports: Sequence[EvalReport], *, colour: bool | None = None, verbose: bool = False
+    reports: Sequence[EvalReport],
+    *,
+    colour: bool | None = None,
+    verbose: bool = False,
+    columns: int | None = None,
 ) -> str:
     """The run as a terminal table: status, eval, median, IQR, k, pass rate, reason.
 
     Coloured on a terminal unless ``NO_COLOR`` is set (no-color.org); a status
-    marked ``*`` does not block (a non-blocking eval's FAIL or ERROR).
+    marked ``*`` does not block (a non-blocking eval's FAIL or ERROR). Beyond a
+    screenful of evals the rows are those that need a look and a last line counts
+    the rest (``firewall.report.selection``); ``verbose`` shows every eval.
+
+    Lines fit in ``columns`` (default: ``width()``): the id column is as wide as
+    the longest id shown, or what is left beside the numbers and a reason, with
+    longer ids cut in the middle; the reason wraps under its column, in at most
+    ``REASON_LINES`` lines unless ``verbose``. Check lines are not cut.
     """
     if colour is None:
         colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    rows = [_row(report) for report in reports]
-    header, *lines = columns([_HEADER, *rows], ragged_last=True)
-    out = [header]
-    for report, line in zip(reports, lines, strict=True):
+    columns = width() if columns is None else columns
+    chosen = select(reports, every=verbose)
+    if not chosen.shown:  # beyond a screenful, and nothing needs a look
+        return _fold(f"all {len(reports)} evals PASS: -v or --format json shows every one", columns)
+    rows = [_row(report) for report in chosen.shown]
+    fixed = [_HEADER[:-1], *(row[:-1] for row in rows)]  # all but the reason
+    ids = _cut_ids([row[1] for row in rows], _id_width(fixed, [row[-1] for row in rows], columns))
+    fixed = [fixed[0], *((cells[0], ids[cells[1]], *cells[2:]) for cells in fixed[1:])]
+    widths = [max(len(cells[i]) for cells in fixed) for i in range(len(fixed[0]))]
+    header, *prefixes = ["  ".join(map(str.ljust, cells, widths)) + "  " for cells in fixed]
+    out = [(header + _HEADER[-1]).rstrip()]
+    for report, prefix, row in zip(chosen.shown, prefixes, rows, strict=True):
+        lines = _with_reason(prefix, row[-1], columns, verbose=verbose)
         if colour:
-            label = line.split(" ", 1)[0]
-            line = click.style(label, fg=_COLOURS[report.status], bold=True) + line[len(label) :]
-        out.append(line)
+            label = row[0]
+            lines[0] = (
+                click.style(label, fg=_COLOURS[report.status], bold=True) + lines[0][len(label) :]
+            )
+        out.extend(lines)
         out.extend(f"    {detail}" for detail in _details(report, verbose=verbose))
+    if chosen.rest:
+        counted = f"and {chosen.counted()}, not shown: -v or --format json shows every eval"
+        out.append(_fold(counted, columns))
     return "\n".join(out)
+
+
+def _fold(text: str, columns: int) -> str:
+    return "\n".join(textwrap.wrap(text, max(columns, MIN_REASON), break_on_hyphens=False))
+
+
+def _with_reason(prefix: str, reason: str, columns: int, *, verbose: bool) -> list[str]:
+    """A row's lines: the reason wrapped under its column, or below the row when the
+    column would be too narrow to read."""
+    beside = _wrap(reason, columns - len(prefix), verbose=verbose)
+    if beside is None:
+        below = _wrap(reason, columns - 4, verbose=verbose) or []
+        return [prefix.rstrip(), *(f"    {piece}" for piece in below)]
+    first, *more = beside
+    return [(prefix + first).rstrip(), *(" " * len(prefix) + piece for piece in more)]
+
+
+def _id_width(cells: Sequence[Sequence[str]], reasons: Sequence[str], columns: int) -> int:
+    """The id column's width: its longest id, or less where the line would pass
+    ``columns``. Beside the numbers, the id and the reason share what is left, the
+    reason at least half of it (a reason read in one line is worth more than the
+    middle of a long id), and the id never less than ``MIN_ID``."""
+    longest = max(len(line[1]) for line in cells)
+    numbers = sum(max(len(line[i]) for line in cells) + 2 for i in range(len(cells[0])) if i != 1)
+    left = columns - numbers - 2
+    reason = min(max((len(r) for r in reasons), default=0), max(MIN_REASON, left // 2))
+    return max(min(longest, left - reason), MIN_ID)
+
+
+def _cut_ids(ids: Sequence[str], limit: int) -> dict[str, str]:
+    """Each id as it fits in ``limit`` columns, cut in the middle (its start says where
+    the test lives, its end which test it is).
+
+    Ids that would read alike once cut differ in what the cut hid: they keep a
+    window on the first place they differ, between two ellipses. Only if they
+    still read alike (two windows that happen to match) are they given more room.
+    """
+    while True:
+        shown = {eval_id: _cut(eval_id, limit) for eval_id in ids}
+        alike: dict[str, list[str]] = {}
+        for eval_id, text in shown.items():
+            alike.setdefault(text, []).append(eval_id)
+        for group in alike.values():
+            for eval_id in group if len(group) > 1 else ():
+                differs = max(_common(eval_id, other) for other in group if other != eval_id)
+                shown[eval_id] = _cut(eval_id, limit, at=differs)
+        if len(set(shown.values())) == len(shown) or limit >= max(map(len, ids), default=0):
+            return shown
+        limit += 1
+
+
+def _common(one: str, two: str) -> int:
+    """The length of the start two ids share."""
+    return next((i for i, (a, b) in enumerate(zip(one, two, strict=False)) if a != b), len(one))
+
+
+def _cut(text: str, limit: int, *, at: int | None = None) -> str:
+    """``text`` in ``limit`` columns: its start and its end, or (``at``) with a window on
+    the characters from ``at`` on between them."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 3  # the end, which names the test and its parameters, gets more
+    if at is None or limit < 12:  # too short for two ellipses and a window
+        return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+    head, tail = limit // 6, limit // 3
+    window = limit - head - tail - 2
+    start = min(max(at - 2, head), len(text) - tail - window)
+    if start <= head:  # the window reaches the start: one ellipsis is enough
+        return text[: head + window + 1] + "…" + text[len(text) - tail :]
+    return text[:head] + "…" + text[start : start + window] + "…" + text[len(text) - tail :]
+
+
+def _wrap(reason: str, room: int, *, verbose: bool) -> list[str] | None:
+    """The reason in lines of ``room`` columns (at most ``REASON_LINES`` unless ``verbose``,
+    the last then ending in an ellipsis), or None when ``room`` is too narrow for it."""
+    if room < MIN_REASON and len(reason) > room:
+        return None
+    lines = textwrap.wrap(reason, max(room, 1), break_on_hyphens=False) or [""]
+    if verbose or len(lines) <= REASON_LINES:
+        return lines
+    kept = lines[:REASON_LINES]
+    kept[-1] = kept[-1][: max(room, 1) - 1] + "…"
+    return kept
 
 
 def _row(report: EvalReport) -> tuple[str, ...]:

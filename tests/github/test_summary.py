@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from builders import make_artefact, make_check, make_report, trials, with_metrics
 
+from firewall.artefact import Artefact, EvalReport
 from firewall.errors import WriteError
 from firewall.github.summary import append_summary
 from firewall.policy import Status
 from firewall.report.markdown import SUMMARY_LIMIT, cell, render_summary
+from firewall.report.selection import SCREENFUL
 from firewall.stats import Stats
 
 COLUMNS = 9
@@ -160,7 +162,7 @@ def test_overdue_reviews_are_listed() -> None:
     assert "### Review overdue\n\na\\_b, c: see `firewall status`" in markdown
 
 
-def test_huge_suite_is_cut_to_the_limit_with_a_note() -> None:
+def test_huge_suite_leads_with_a_screenful_and_points_to_the_report() -> None:
     statuses = [Status.PASS] * 17 + [Status.FAIL, Status.QUARANTINE, Status.ERROR]
     reports = [
         report(
@@ -175,21 +177,18 @@ def test_huge_suite_is_cut_to_the_limit_with_a_note() -> None:
     markdown = render_summary(run, report="out/firewall-report.json")
     assert len(markdown.encode("utf-8")) <= SUMMARY_LIMIT
     rows = table_rows(markdown)
-    note = re.search(r"_(\d+) more evals not shown", markdown)
-    assert note is not None
-    omitted = int(note.group(1))
-    assert 0 < omitted < 20_000
-    assert len(rows) + omitted == 20_000
-    assert "The JSON report (out/firewall-report.json) has all of them." in markdown
-    # The worst are the ones kept: every failure, error and quarantine comes first.
-    assert [r[0] for r in rows[:3000]] == ["❌ FAIL"] * 1000 + ["💥 ERROR"] * 1000 + [
-        "🚧 QUARANTINE"
-    ] * 1000
-    assert "### Quarantine" in markdown
+    assert [r[0] for r in rows] == ["❌ FAIL"] * SCREENFUL  # the worst are the ones kept
+    assert (
+        "_And 960 more FAIL, 1000 more ERROR, 1000 more QUARANTINE, 17000 more PASS: the JSON "
+        "report (out/firewall-report.json) has every eval (a table of all of them would pass "
+        "GitHub's 1 MiB per step)._"
+    ) in markdown
+    assert "<details><summary>All" not in markdown  # 20,000 rows do not fit
+    assert "### Quarantine" not in markdown  # none of the 40 shown is a quarantine
 
 
 def test_the_cut_is_as_late_as_the_limit_allows() -> None:
-    run = artefact(*(report(f"e{i:03}", Status.PASS) for i in range(300)))
+    run = artefact(*(report(f"e{i:03}", Status.PASS, reason="r" * 400) for i in range(SCREENFUL)))
     full = render_summary(run)
     size = len(full.encode("utf-8"))
     assert render_summary(run, limit_bytes=size) == full
@@ -197,9 +196,62 @@ def test_the_cut_is_as_late_as_the_limit_allows() -> None:
     for limit in (size - 1, size // 2, 5000):
         cut = render_summary(run, limit_bytes=limit)
         kept = len(table_rows(cut))
-        assert f"_{300 - kept} more evals not shown" in cut
+        assert f"_{SCREENFUL - kept} more evals not shown" in cut
         # Within the limit, and no room left for one more row.
         assert limit - row_bytes < len(cut.encode("utf-8")) <= limit
+
+
+def suite_of(size: int, *looks: EvalReport) -> Artefact:
+    """``size`` evals with ids as long as a pytest suite's: ``looks`` among PASSes."""
+    reports = [
+        report(f"tests/integration/test_checkout_flow.py/test_refund_{i:04}", Status.PASS)
+        for i in range(size)
+    ]
+    reports[3 : 3 + len(looks)] = looks
+    return artefact(*reports)
+
+
+def collapsed_rows(markdown: str) -> list[list[str]]:
+    block = markdown.split("<details><summary>All ", 1)[1].split("</details>", 1)[0]
+    return table_rows(block)
+
+
+def test_a_500_eval_summary_shows_what_needs_a_look_and_keeps_every_eval_collapsed() -> None:
+    looks = (
+        report("fails", Status.FAIL, checks=[make_check("median", "0.6", ">= 0.85", ok=False)]),
+        report("scatters", Status.QUARANTINE),
+        report("held", Status.QUARANTINED),
+        report("crashes", Status.ERROR),
+    )
+    markdown = render_summary(suite_of(500, *looks))
+
+    assert len(markdown.encode("utf-8")) <= SUMMARY_LIMIT
+    assert [r[1] for r in table_rows(markdown)] == ["fails", "crashes", "scatters", "held"]
+    assert "_And 496 more PASS: every eval is in the collapsed table below._" in markdown
+    every = collapsed_rows(markdown)
+    assert len(every) == 500 and every[0][1] == "fails" and every[-1][0] == "✅ PASS"
+    # What a reader scrolls through: the collapsed block aside, a screen, not 553 lines.
+    before, rest = markdown.split("<details><summary>All ", 1)
+    outside = before + rest.split("</details>", 1)[1]
+    assert len(outside.splitlines()) <= 40
+    assert "### Quarantine" in outside and "**held**" in outside
+
+
+def test_a_500_eval_summary_that_cannot_keep_every_eval_counts_them() -> None:
+    run = suite_of(500, report("fails", Status.FAIL))
+    markdown = render_summary(run, report="firewall-report.json", limit_bytes=20_000)
+    assert len(markdown.encode("utf-8")) <= 20_000
+    assert "<details><summary>All" not in markdown
+    assert [r[1] for r in table_rows(markdown)] == ["fails"]
+    assert "_And 499 more PASS: the JSON report (firewall-report.json) has every eval" in markdown
+    assert len(markdown.splitlines()) <= 20
+
+
+def test_a_large_suite_that_all_passes_is_a_line_and_a_collapsed_table() -> None:
+    markdown = render_summary(suite_of(519))
+    assert "_All 519 evals PASS: every eval is in the collapsed table below._" in markdown
+    assert markdown.count("| Status | Eval |") == 1  # only the collapsed one
+    assert len(collapsed_rows(markdown)) == 519
 
 
 def test_a_limit_too_small_for_the_header_is_refused() -> None:
