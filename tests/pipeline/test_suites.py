@@ -71,29 +71,29 @@ def test_each_case_of_a_real_pytest_suite_is_decided_as_a_plain_test(pytest_suit
     result = invoke("run")
     evals = report(pytest_suite)
     assert set(evals) == {
-        "shop/suite.test_shop.test_steady",
-        "shop/suite.test_shop.test_broken",
-        "shop/suite.test_shop.test_flaky",
+        "shop/suite/test_shop.py/test_steady",
+        "shop/suite/test_shop.py/test_broken",
+        "shop/suite/test_shop.py/test_flaky",
     }, "the skipped case never ran: no eval"
-    steady = evals["shop/suite.test_shop.test_steady"]
+    steady = evals["shop/suite/test_shop.py/test_steady"]
     assert steady["status"] == "pass" and steady["reason"] == "passed in 4 of 4 runs"
-    broken = evals["shop/suite.test_shop.test_broken"]
+    broken = evals["shop/suite/test_shop.py/test_broken"]
     assert broken["status"] == "fail" and "failed in 4 of 4 runs" in str(broken["reason"])
     assert "always" in str(broken["reason"])
     assert broken["source"] == {"file": "suite/test_shop.py", "line": 10}  # its def
-    flaky = evals["shop/suite.test_shop.test_flaky"]
+    flaky = evals["shop/suite/test_shop.py/test_flaky"]
     assert flaky["status"] == "quarantine"
     assert str(flaky["reason"]).startswith("passed 2 and failed 2 of 4 runs on the same code")
     assert result.exit_code == 1  # the broken case blocks; the flaky one is quarantined
     entries = json.loads((pytest_suite / "quarantine.json").read_text())["evals"]
-    assert list(entries) == ["shop/suite.test_shop.test_flaky"]
+    assert list(entries) == ["shop/suite/test_shop.py/test_flaky"]
 
 
 def test_a_quarantined_case_still_runs_and_never_blocks(pytest_suite: Path) -> None:
     invoke("run")
     (pytest_suite / "suite" / "test_shop.py").write_text(TESTS.replace("1 == 2", "1 == 1"))
     second = invoke("run")
-    flaky = report(pytest_suite)["shop/suite.test_shop.test_flaky"]
+    flaky = report(pytest_suite)["shop/suite/test_shop.py/test_flaky"]
     assert flaky["status"] == "quarantined" and flaky["blocking"] is False
     assert len(flaky["trials"]) == 4  # type: ignore[arg-type]
     assert second.exit_code == 0, second.output
@@ -104,7 +104,7 @@ def test_the_nightly_re_probes_a_quarantined_case_through_its_suite(pytest_suite
     nightly = invoke("nightly", "--no-issues")
     assert nightly.exit_code == 0, nightly.output
     data = json.loads((pytest_suite / "firewall-report.json").read_text())
-    assert [e["id"] for e in data["evals"]] == ["shop/suite.test_shop.test_flaky"]
+    assert [e["id"] for e in data["evals"]] == ["shop/suite/test_shop.py/test_flaky"]
 
 
 @pytest.mark.parametrize(
