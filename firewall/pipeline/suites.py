@@ -11,14 +11,26 @@ kept in the history and re-probed at night one by one.
 A case skipped in every trial never ran and is no eval; a case that appears in
 some trials and not others is decided on the trials it ran in, and says so. A
 suite none of whose trials wrote a report stays one eval, which errors.
+
+A case's id names a test, not a place (``firewall.runner.junit``), and the
+registry is read by that identity (``registry_entry``): a pytest case is the
+test the pytest plugin knows by the same id, so a quarantine made through either
+door holds through the other; a case known only by its place in the report
+(promptfoo's ``test 3`` without a description) is decided afresh every run,
+whatever the registry holds at its id, since a test inserted before it would
+inherit that entry, and its reason says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Collection, Mapping, Sequence
 
+from firewall.artefact import EvalReport
+from firewall.lifecycle import Entry
 from firewall.runner.trial import SuiteCase, TrialRecord, error_record
 from firewall.spec import EvalSpec, Source
+from firewall.testids import registry_keys
 
 
 def expand(
@@ -50,11 +62,64 @@ def holds(suite: EvalSpec, eval_id: str) -> bool:
     return suite.result == "junit" and eval_id.startswith(f"{suite.id}/")
 
 
+def case_of(spec: EvalSpec) -> str | None:
+    """The case's own id in its suite (``SUITE/case`` -> ``case``), or None for no case."""
+    return spec.id[len(spec.suite) + 1 :] if spec.suite is not None else None
+
+
+PLACE_ONLY = "known by its place in the suite's report alone: no quarantine follows it"
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """What the registry holds for one eval: the entry it honours, and a note for the
+    eval's reason when an entry at its id is not honoured or cannot be."""
+
+    entry: Entry | None
+    note: str | None = None
+
+
+def registry_entry(
+    spec: EvalSpec, entries: Mapping[str, Entry], suites: Collection[str] = ()
+) -> Found:
+    """The registry's entry for ``spec``, found by the test it names rather than its id alone.
+
+    A pytest case ``SUITE/T`` is also the test ``T`` that the pytest plugin quarantines;
+    a test the plugin probed (``spec.suite`` None) is also the case ``S/T`` of each
+    JUnit suite in ``suites``. A case known by its place alone takes no entry.
+    """
+    if spec.identity == "position":
+        held = entries.get(spec.id)
+        if held is None:
+            return Found(None, PLACE_ONLY)
+        return Found(
+            None,
+            f"{PLACE_ONLY}: the registry's entry for this id (since "
+            f"{held.since:%Y-%m-%d}) is not honoured, since a test inserted before it "
+            "would take it over; give the test a name of its own (promptfoo: a description)",
+        )
+    if spec.identity != "nodeid":
+        return Found(entries.get(spec.id))
+    case = case_of(spec)
+    keys = [spec.id, case] if case is not None else registry_keys(spec.id, suites)
+    return Found(next((entries[key] for key in keys if key in entries), None))
+
+
+def noted(report: EvalReport, found: Found) -> EvalReport:
+    """The report with ``found``'s note at the end of its reason."""
+    if found.note is None:
+        return report
+    return report.model_copy(update={"reason": f"{report.reason}; {found.note}"})
+
+
 def _first_seen(runs: Sequence[TrialRecord]) -> dict[str, SuiteCase]:
     seen: dict[str, SuiteCase] = {}
     for run in runs:
         for case in run.cases or ():
-            seen.setdefault(case.id, case)
+            first = seen.setdefault(case.id, case)
+            if case.identity == "position" and first.identity != "position":
+                # one run's twin names make its place what tells it apart: in every run
+                seen[case.id] = first.model_copy(update={"identity": "position"})
     return seen
 
 
@@ -66,6 +131,7 @@ def _case_spec(suite: EvalSpec, case_id: str, first: SuiteCase) -> EvalSpec:
             "suite": suite.id,
             "adaptive": False,  # one command run serves every case: the suite's k for all
             "source": source,
+            "identity": first.identity,
         }
     )
 

@@ -166,3 +166,84 @@ def test_junit_xml_must_name_a_file_per_trial(project: Path) -> None:
     (project / "firewall.toml").write_text(suite_config("true", extra='junit_xml = "out.xml"\n'))
     result = invoke("list")
     assert result.exit_code == 2 and "`junit_xml` needs {trial} in it" in result.output
+
+
+def write_registry(path: Path, *eval_ids: str) -> None:
+    entries = {
+        eval_id: {"since": "2026-11-29T21:00:00Z", "source": "manual", "reason": "flaky"}
+        for eval_id in eval_ids
+    }
+    path.write_text(json.dumps({"schema_version": 1, "evals": entries}))
+
+
+def test_a_quarantine_made_through_the_pytest_plugin_holds_for_the_suites_case(
+    project: Path,
+) -> None:
+    """pytest's default JUnit family (xunit2) names no file: the case's node id is read back
+    from its dotted classname, and the plugin's id for it is its case id."""
+    (project / "suite").mkdir()
+    (project / "suite" / "test_shop.py").write_text(TESTS)
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider --junitxml={{result}} suite"
+    (project / "firewall.toml").write_text(suite_config(command, k=3))
+    # what `pytest --firewall-k` or `firewall quarantine add suite/test_shop.py::test_broken`
+    # writes: the test's own id, without the suite
+    write_registry(project / "quarantine.json", "suite/test_shop.py/test_broken")
+
+    result = invoke("run")
+
+    broken = report(project)["shop/suite/test_shop.py/test_broken"]
+    assert broken["status"] == "quarantined" and broken["blocking"] is False
+    assert result.exit_code == 0, result.output
+
+
+PROMPTFOO = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="promptfoo" tests="{n}">
+  <testsuite name="[echo] prompt 1" tests="{n}">
+{cases}
+  </testsuite>
+</testsuites>
+"""
+
+
+def promptfoo_xml(*cases: tuple[str, bool]) -> str:
+    """promptfoo's JUnit XML for tests in this order: (description or "", passed)."""
+    lines = []
+    for index, (description, passed) in enumerate(cases, start=1):
+        name = f"test {index}: {description}" if description else f"test {index}"
+        failure = "" if passed else '<failure message="Assertion failed" type="assertion"/>'
+        lines.append(
+            f'    <testcase classname="[echo] prompt 1" name="{name}">{failure}</testcase>'
+        )
+    return PROMPTFOO.format(n=len(cases), cases="\n".join(lines))
+
+
+def test_a_reordered_promptfoo_suite_hands_no_quarantine_to_the_test_in_its_place(
+    project: Path,
+) -> None:
+    """A failing test inserted first becomes `test 1`, the id of a quarantined test without a
+    description: it is decided afresh, and fails the build. A described test keeps its
+    quarantine wherever it moves."""
+    (project / "report.xml").write_text(
+        promptfoo_xml(("", False), ("greets the customer", False), ("", True))
+    )
+    (project / "firewall.toml").write_text(suite_config("cp report.xml {result}", k=3))
+    write_registry(
+        project / "quarantine.json",
+        "shop/echo__prompt_1.test_1",  # the old first test, flaky, had no description
+        "shop/echo__prompt_1.greets_the_customer",
+    )
+
+    result = invoke("run")
+
+    evals = report(project)
+    newcomer = evals["shop/echo__prompt_1.test_1"]
+    assert newcomer["status"] == "fail" and newcomer["blocking"] is True
+    assert "known by its place in the suite's report alone" in str(newcomer["reason"])
+    assert "the registry's entry for this id (since 2026-11-29) is not honoured" in str(
+        newcomer["reason"]
+    )
+    assert evals["shop/echo__prompt_1.greets_the_customer"]["status"] == "quarantined"
+    third = evals["shop/echo__prompt_1.test_3"]
+    assert third["status"] == "pass" and "no quarantine follows it" in str(third["reason"])
+    assert result.exit_code == 1
+    assert "is not honoured" in result.output  # said in the run's own table too
