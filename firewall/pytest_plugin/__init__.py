@@ -100,7 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if option.firewall:
         from firewall.pytest_plugin.quarantine import Quarantine
 
-        config.pluginmanager.register(Quarantine.read(project.registry), "firewall-quarantine")
+        config.pluginmanager.register(Quarantine.read(project), "firewall-quarantine")
     if k is not None:
         from firewall.pytest_plugin.probe import Probe
 
