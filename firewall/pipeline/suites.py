@@ -19,15 +19,25 @@ door holds through the other; a case known only by its place in the report
 (promptfoo's ``test 3`` without a description) is decided afresh every run,
 whatever the registry holds at its id, since a test inserted before it would
 inherit that entry, and its reason says so.
+
+`firewall replay SUITE/case --seed S` runs the suite's command once more with that
+trial's seed and index, ``FIREWALL_SELECT`` set to the case (``replay_case``), and
+shows that case's outcome: alone where the runner selects it (pytest, through the
+firewall's plugin), among the whole suite's otherwise, and says which.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 
 from firewall.artefact import EvalReport
 from firewall.lifecycle import Entry
+from firewall.runner import Task
+from firewall.runner import replay as run_one
+from firewall.runner.junit import Case
 from firewall.runner.trial import SuiteCase, TrialRecord, error_record
 from firewall.spec import EvalSpec, Source
 from firewall.testids import registry_keys
@@ -167,3 +177,109 @@ def _case_trials(case_id: str, runs: Sequence[TrialRecord]) -> list[TrialRecord]
             )
         )
     return records
+
+
+# --------------------------------------------------------------------------- replay
+
+SELECT = "FIREWALL_SELECT"
+"""The variable that names the one case a suite's command is asked to run: the case's id in
+its suite (``tests/test_pay.py/test_refund``). The firewall's pytest plugin runs only the
+test of that id; any other runner runs what its command runs."""
+
+
+def find_case(specs: Sequence[EvalSpec], eval_id: str) -> tuple[EvalSpec, str] | None:
+    """The suite that ``eval_id`` is a case of, and the case's id in it (a suite's own id
+    may hold ``/`` too: the longest that fits)."""
+    suites = [spec for spec in specs if holds(spec, eval_id)]
+    if not suites:
+        return None
+    suite = max(suites, key=lambda spec: len(spec.id))
+    return suite, eval_id[len(suite.id) + 1 :]
+
+
+def selecting(suite: EvalSpec, case: str) -> EvalSpec:
+    """The suite, its command run with ``FIREWALL_SELECT`` set to ``case``."""
+    exported = f"export {SELECT}={shlex.quote(case)}; "
+    return suite.model_copy(update={"target": exported + suite.target})
+
+
+def seed_note(suite: EvalSpec, seed: int) -> str:
+    """What the seed did for a suite's trial, said no stronger than it is: a command that
+    takes ``{seed}`` is handed it; any other sees it only as ``FIREWALL_SEED``, which
+    reproduces the trial only if its tests read it."""
+    if "{seed}" in suite.target:
+        return f"seed {seed}, passed to the suite's command as {{seed}}"
+    return (
+        f"seed {seed}, not passed to the suite's command (its text has no {{seed}}): "
+        "only FIREWALL_SEED carries it, for tests that read it"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseReplay:
+    """One trial of a suite's case, run again: the suite's run and that case in it."""
+
+    suite: EvalSpec
+    case: str  # the case's id in the suite
+    seed: int
+    trial: int
+    error: str | None  # the suite's trial wrote no report, or no readable one
+    found: Case | None  # the case as this run's report has it; None: it did not run
+    ran: int  # how many of the suite's cases ran (not skipped)
+    output: str | None  # the tail of what the suite's command printed
+
+    @property
+    def selected(self) -> bool:
+        """Whether the suite's command ran this case alone."""
+        return self.found is not None and self.ran == 1
+
+    def summary(self) -> str:
+        """The closing lines: the case's outcome, what ran, and what the seed did."""
+        head = f"# {self.suite.id}/{self.case} trial {self.trial}"
+        if self.error is not None:
+            outcome = f"ERROR {self.error}"
+        elif self.found is None or self.found.outcome == "skipped":
+            outcome = (
+                "did not run: it is not in the suite's report"
+                if self.found is None
+                else f"skipped: {self.found.message}"
+            )
+        else:
+            message = f": {self.found.message}" if self.found.message else ""
+            outcome = f"{self.found.outcome}{message}"
+        if self.error is not None:
+            scope = "the suite's command"
+        elif self.selected:
+            scope = f"the suite's command ran this case alone ({SELECT})"
+        else:
+            scope = (
+                f"the suite's command ran {self.ran} cases (it does not select one by "
+                f"{SELECT}: only pytest suites do, through the firewall's plugin); this is "
+                "this case's outcome among them"
+            )
+        return f"{head}: {outcome}\n# {scope}; {seed_note(self.suite, self.seed)}"
+
+    @property
+    def reproduced(self) -> bool:
+        """Whether the case ran and gave a pass or a failure, as replay's exit code says."""
+        return self.error is None and self.found is not None and self.found.outcome != "skipped"
+
+
+def replay_case(
+    suite: EvalSpec, case: str, *, seed: int, trial: int, cwd: Path, share_token: bool
+) -> CaseReplay:
+    """Run the suite once with the trial's seed and index, asking for ``case`` alone."""
+    outcome, _ = run_one(
+        Task(selecting(suite, case), trial, seed, suite.k), cwd=cwd, share_token=share_token
+    )
+    cases = outcome.cases or []
+    return CaseReplay(
+        suite=suite,
+        case=case,
+        seed=seed,
+        trial=trial,
+        error=outcome.error if not cases else None,
+        found=next((c for c in cases if c.id == case), None),
+        ran=sum(c.outcome != "skipped" for c in cases),
+        output=outcome.output,
+    )

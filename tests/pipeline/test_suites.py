@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -247,3 +249,62 @@ def test_a_reordered_promptfoo_suite_hands_no_quarantine_to_the_test_in_its_plac
     assert third["status"] == "pass" and "no quarantine follows it" in str(third["reason"])
     assert result.exit_code == 1
     assert "is not honoured" in result.output  # said in the run's own table too
+
+
+def reproduce_line(root: Path, eval_id: str) -> list[str]:
+    """The `reproduce:` line the JUnit rendering of the run's report prints for ``eval_id``,
+    split as a shell would, without its leading `firewall`."""
+    rendered = invoke("report", "firewall-report.json", "--junit")
+    assert rendered.exit_code == 0, rendered.output
+    for case in ET.fromstring(rendered.output).iter("testcase"):
+        if case.get("name") == eval_id:
+            for line in "".join(case.itertext()).splitlines():
+                if line.startswith("reproduce: "):
+                    command = shlex.split(line.removeprefix("reproduce: "))
+                    assert command[0] == "firewall"
+                    return command[1:]
+    raise AssertionError(f"no reproduce line for {eval_id}:\n{rendered.output}")
+
+
+def test_the_reproduce_line_of_a_pytest_case_reruns_that_case_alone(pytest_suite: Path) -> None:
+    invoke("run")
+    flaky = "shop/suite/test_shop.py/test_flaky"
+    failed = next(t for t in report(pytest_suite)[flaky]["trials"] if not t["passed"])  # type: ignore[attr-defined]
+
+    replayed = invoke(*reproduce_line(pytest_suite, flaky))
+
+    assert replayed.exit_code == 0, replayed.output
+    assert f"# {flaky} trial {failed['index']}: failed: AssertionError: odd trial" in (
+        replayed.output
+    )
+    assert "the suite's command ran this case alone (FIREWALL_SELECT)" in replayed.output
+    assert "1 failed, 3 deselected" in replayed.output  # pytest ran the one test
+    assert f"seed {failed['seed']}, not passed to the suite's command" in replayed.output
+
+
+def test_replaying_a_case_of_a_suite_that_cannot_select_shows_it_among_the_rest(
+    project: Path,
+) -> None:
+    shutil.copy(SAMPLES / "jest.xml", project / "jest.xml")
+    (project / "firewall.toml").write_text(suite_config("cp jest.xml {result} # {seed}", k=3))
+
+    replayed = invoke("replay", "shop/checkout_pays_with_a_card", "--seed", "7", "--trial", "1")
+
+    assert replayed.exit_code == 0, replayed.output
+    assert "# shop/checkout_pays_with_a_card trial 1: failed: Error: expect" in replayed.output
+    assert "the suite's command ran 2 cases (it does not select one" in replayed.output
+    assert "seed 7, passed to the suite's command as {seed}" in replayed.output
+
+
+def test_replaying_a_case_the_suite_does_not_have_says_so(project: Path) -> None:
+    shutil.copy(SAMPLES / "go.xml", project / "go.xml")
+    (project / "firewall.toml").write_text(suite_config("cp go.xml {result}", k=3))
+
+    replayed = invoke("replay", "shop/TestGone", "--seed", "7")
+    unknown = invoke("replay", "nope/TestGone", "--seed", "7")
+
+    assert replayed.exit_code == 3, replayed.output
+    assert "# shop/TestGone trial 0: did not run: it is not in the suite's report" in (
+        replayed.output
+    )
+    assert unknown.exit_code == 2 and "nope/TestGone" in unknown.output
