@@ -179,6 +179,47 @@ def _case_trials(case_id: str, runs: Sequence[TrialRecord]) -> list[TrialRecord]
     return records
 
 
+def warnings(spec: EvalSpec) -> list[str]:
+    """What `firewall list` warns of a suite before any run: a runner that names cases by
+    their place (promptfoo, for a test without a description)."""
+    if spec.result != "junit" or "promptfoo" not in spec.target:
+        return []
+    return [
+        "promptfoo names a test without a `description` by its place (`test 3`): such a "
+        "case is decided afresh every run and no quarantine follows it, since a test "
+        "inserted before it would inherit the id; give every test a description"
+    ]
+
+
+def notes(spec: EvalSpec) -> list[str]:
+    """How a suite's cases are known and replayed, for `firewall list`."""
+    if spec.result != "junit":
+        return []
+    if "pytest" in spec.target:
+        known = (
+            "a case is its pytest node id, as the pytest plugin knows the test "
+            f"(SUITE/tests/test_x.py/test_y); `firewall replay {spec.id}/CASE` runs that test "
+            f"alone ({SELECT}, read by the firewall's pytest plugin)"
+        )
+    else:
+        what = (
+            "its provider, prompt and description ([echo] prompt 1 + greets the customer)"
+            if "promptfoo" in spec.target
+            else "its classname and name"
+        )
+        known = (
+            f"a case is {what}; `firewall replay {spec.id}/CASE` reruns the whole suite "
+            "and shows that case's outcome"
+        )
+    seed = (
+        "the trial's seed reaches the command as {seed}"
+        if "{seed}" in spec.target
+        else "the trial's seed reaches the command only as FIREWALL_SEED (its text has no "
+        "{seed}): a replay reproduces a trial only where the tests read it"
+    )
+    return [known, seed]
+
+
 # --------------------------------------------------------------------------- replay
 
 SELECT = "FIREWALL_SELECT"
