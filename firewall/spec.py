@@ -49,6 +49,10 @@ class EvalSpec(BaseModel):
     result: Literal["json", "exit-code", "junit"] = "json"
     junit_xml: str | None = None  # a suite's XML, when not written to {result}
     suite: str | None = None  # a case of that suite (id SUITE/case), decided as a plain test
+    # How a suite's case (or a pytest test) is known: by its runner's name for it, by its
+    # pytest node id (the same test's id through the pytest plugin), or by its place in the
+    # report alone, which a registry entry is not followed to (firewall.pipeline.suites).
+    identity: Literal["name", "nodeid", "position"] = "name"
     k: int
     threshold: float
     flakiness: float

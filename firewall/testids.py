@@ -18,13 +18,16 @@ parameter's id contains. The mapping keeps the node id readable:
 
 Node ids are pytest's, relative to its rootdir. The function is pure and imports
 nothing of the firewall, so that every front end (the pytest plugin, a JUnit
-suite) can give a case the same id.
+suite) can give a case the same id: the plugin calls a test ``from_nodeid(NODEID)``,
+a JUnit suite ``SUITE/`` + the same (``firewall.runner.junit`` reads the node id
+back out of pytest's XML), and ``registry_keys`` lists both for a registry look-up.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 
 _ALLOWED = "A-Za-z0-9._/-"
 _OTHER = re.compile(f"[^{_ALLOWED}]+")
@@ -50,3 +53,10 @@ def _clean(part: str) -> str:
         return part
     digest = hashlib.sha256(part.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
     return f"{_OTHER.sub('_', part)}-{digest}"
+
+
+def registry_keys(test_id: str, suites: Iterable[str]) -> list[str]:
+    """The registry keys that name the pytest test ``test_id`` (its ``from_nodeid``): its own,
+    and its case's in each JUnit suite that may run it (``SUITE/test_id``), so that a
+    quarantine made through one door is honoured by the other."""
+    return [test_id, *(f"{suite}/{test_id}" for suite in suites)]

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "promptfoo"
 CONFIG = "examples/promptfoo/firewall.toml"
 SUITE = "support-prompt"
-CASE = "echo__prompt_1.test_{}"
+CASE = "echo__prompt_1.{}"
 
 
 def test_the_example_is_listed_as_a_suite(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,6 +32,8 @@ def test_the_example_is_listed_as_a_suite(monkeypatch: pytest.MonkeyPatch) -> No
     [spec] = json.loads(result.output)
     assert (spec["id"], spec["result"]) == (SUITE, "junit")
     assert spec["junit_xml"] == ".firewall/promptfoo-{trial}.junit.xml"
+    assert any("without a `description` by its place" in note for note in spec["warnings"])
+    assert spec["suite"][0].startswith("a case is its provider, prompt and description")
 
 
 def test_the_example_quarantines_the_case_that_reads_the_seed(project: Path) -> None:
@@ -51,8 +53,8 @@ def test_the_example_quarantines_the_case_that_reads_the_seed(project: Path) -> 
     report = json.loads((project / "firewall-promptfoo-report.json").read_text())
     statuses = {entry["id"].removeprefix(f"{SUITE}/"): entry["status"] for entry in report["evals"]}
     assert statuses == {
-        CASE.format("1__greets_the_customer_by_name"): "pass",
-        CASE.format("2__names_the_topic"): "pass",
-        CASE.format("3__stays_short"): "pass",
-        CASE.format("4__answers_in_the_house_tone"): "quarantine",
+        CASE.format("greets_the_customer_by_name"): "pass",
+        CASE.format("names_the_topic"): "pass",
+        CASE.format("stays_short"): "pass",
+        CASE.format("answers_in_the_house_tone"): "quarantine",
     }

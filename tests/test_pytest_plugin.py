@@ -15,6 +15,7 @@ import pytest
 from builders import invoke_split
 
 from firewall.config import ID_PATTERN
+from firewall.runner.junit import parse_junit
 from firewall.runner.seeds import trial_seed
 from firewall.store.parts import Probed, load_part
 from firewall.testids import from_nodeid
@@ -587,3 +588,66 @@ def test_a_test_quarantined_by_hand_under_its_node_id_is_honoured(
     result = pytester.runpytest("--firewall")
     result.assert_outcomes(xfailed=1)
     result.stdout.fnmatch_lines(["*test_suite.py::test_flaky failed, not counted*times out on CI*"])
+
+
+# --------------------------------------------------------------------------- one id, two doors
+
+DOORS = """
+import os
+
+import pytest
+
+
+class TestCheckout:
+    @pytest.mark.parametrize("fee", ["eu-2", "1.5 EUR"])
+    def test_fee(self, fee):
+        pass
+
+
+def test_flaky():
+    # as a JUnit suite's case: fails on odd trials; in a plain run (no FIREWALL_TRIAL), fails
+    assert int(os.environ.get("FIREWALL_TRIAL", "1")) % 2 == 0
+"""
+
+
+def test_a_test_has_one_id_through_the_plugin_and_through_its_junit_xml(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_doors=DOORS)
+    pytester.runpytest("--junitxml=junit.xml")  # pytest's default family, xunit2: no file
+    _, part = probe(pytester)
+
+    cases = parse_junit((pytester.path / "junit.xml").read_bytes(), pytester.path)
+
+    assert (
+        {case.id for case in cases}
+        == set(part.trials)
+        == {
+            "test_doors.py/TestCheckout/test_fee.eu-2",
+            "test_doors.py/TestCheckout/test_fee.1.5_EUR-392edc0d",
+            "test_doors.py/test_flaky",
+        }
+    )
+    assert {spec.identity for spec in part.specs} == {"nodeid"}
+
+
+def test_a_quarantine_made_through_a_junit_suite_holds_in_pytest_firewall(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_doors=DOORS)
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider --junitxml={{result}} ."
+    pytester.makefile(
+        ".toml",
+        firewall=f'k = 4\n[state]\nremote = ""\n[[evals]]\nid = "shop"\n'
+        f'command = {json.dumps(command)}\nresult = "junit"\n',
+    )
+    ran = invoke_split("run", "--no-issues")
+    assert ran.exit_code == 0, ran.output
+    registry = json.loads((pytester.path / "quarantine.json").read_text())["evals"]
+    assert list(registry) == ["shop/test_doors.py/test_flaky"]
+
+    result = pytester.runpytest("--firewall", "-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=2, xfailed=1)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["test_doors.py::test_flaky failed, not counted: quarantined: *"])

@@ -9,7 +9,7 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option, format_option, selection_options
-from firewall.pipeline import context
+from firewall.pipeline import context, suites
 from firewall.spec import EvalSpec, power_notes, warnings_for
 from firewall.text import columns, number
 
@@ -24,13 +24,20 @@ def list_evals(
     """List the evals a run would probe, with effective settings and source location.
 
     Warns about gates that cannot be met at all, such as a `min_pass_rate`
-    whose Wilson lower bound stays below it even when every trial passes.
+    whose Wilson lower bound stays below it even when every trial passes, and about
+    suites whose runner names cases by their place (promptfoo without descriptions).
+    Says how each suite's cases are known, replayed and seeded.
     """
     project = context.load(config_path, ids, tags)
-    notes = {spec.id: warnings_for(spec) for spec in project.specs}
+    notes = {spec.id: warnings_for(spec) + suites.warnings(spec) for spec in project.specs}
     if fmt == "json":
         document = [
-            {**spec.model_dump(mode="json"), "warnings": notes[spec.id], "power": power_notes(spec)}
+            {
+                **spec.model_dump(mode="json"),
+                "warnings": notes[spec.id],
+                "power": power_notes(spec),
+                "suite": suites.notes(spec),
+            }
             for spec in project.specs
         ]
         output.echo_json(json.dumps(document, indent=2))
@@ -63,6 +70,13 @@ def list_evals(
     for spec in project.specs:
         for note in power_notes(spec):
             output.echo(f"  {spec.id}: {note}")
+    described = [(spec.id, suites.notes(spec)) for spec in project.specs if suites.notes(spec)]
+    if described:
+        output.echo("")
+        output.echo("how each suite's cases are known:")
+        for eval_id, lines in described:
+            for note in lines:
+                output.echo(f"  {eval_id}: {note}")
 
 
 def _kind(spec: EvalSpec) -> str:

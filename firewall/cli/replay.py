@@ -9,10 +9,12 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option
-from firewall.errors import ExitCode
-from firewall.pipeline import context
+from firewall.discovery import unknown_eval_message
+from firewall.errors import ExitCode, UsageError
+from firewall.pipeline import context, suites
 from firewall.runner import Task
 from firewall.runner import replay as run_one
+from firewall.spec import EvalSpec
 
 
 @click.command()
@@ -48,9 +50,22 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
     same filter as everything the firewall prints: in a CI job no line of it can
     be read as a workflow command. Exits 0 when the trial produced a valid
     result, 3 when it errored.
+
+    A suite's case (`SUITE/case`) is replayed by running the suite's command
+    with the trial's seed and index and `FIREWALL_SELECT` set to the case: a
+    pytest suite then runs that test alone (the firewall's pytest plugin reads
+    it), any other suite runs whole. It prints that case's outcome, what ran, and
+    whether the seed reached the command; exits 0 when the case ran, 3 when the
+    suite's run wrote no report or the case was not in it.
     """
-    project = context.load(config_path, [eval_id])
-    spec = project.specs[0]
+    project = context.load(config_path)
+    spec = next((spec for spec in project.specs if spec.id == eval_id), None)
+    if spec is None:
+        found = suites.find_case(project.specs, eval_id)
+        if found is None:
+            raise UsageError(unknown_eval_message(eval_id, [s.id for s in project.specs]))
+        _replay_case(project, *found, seed=seed, trial=trial, verbose=verbose)
+        return
     outcome, record = run_one(
         Task(spec, trial, seed, spec.k),
         cwd=project.cwd,
@@ -74,3 +89,27 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
         )
     )
     raise SystemExit(ExitCode.ERROR if record.errored else ExitCode.OK)
+
+
+def _replay_case(
+    project: context.Context,
+    suite: EvalSpec,
+    case: str,
+    *,
+    seed: int,
+    trial: int,
+    verbose: bool,
+) -> None:
+    replayed = suites.replay_case(
+        suite,
+        case,
+        seed=seed,
+        trial=trial,
+        cwd=project.cwd,
+        share_token=project.settings.github.share_token,
+    )
+    passed = replayed.found is not None and replayed.found.outcome == "passed"
+    if replayed.output and (verbose or not passed):
+        output.echo(f"# what the suite's command printed:\n{replayed.output}")
+    output.echo(replayed.summary())
+    raise SystemExit(ExitCode.OK if replayed.reproduced else ExitCode.ERROR)

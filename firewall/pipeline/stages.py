@@ -8,7 +8,7 @@ in ``firewall.pipeline.nightly`` do, and ``firewall.pipeline.effects`` publishes
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -18,6 +18,7 @@ from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.diagnostics import diagnose
 from firewall.lifecycle import Entry
 from firewall.pipeline import verdict
+from firewall.pipeline.suites import noted, registry_entry
 from firewall.policy import Check, Status
 from firewall.runner import Interrupted, Runner, Schedule, Task
 from firewall.runner.trial import TrialRecord
@@ -177,18 +178,24 @@ def conclude(
     *,
     mode: Literal["run", "gate"],
     finished_at: dt.datetime,
+    suites: Collection[str] = (),
 ) -> Artefact:
-    """Decide every eval of the probe parts against the registry as it stands."""
+    """Decide every eval of the probe parts against the registry as it stands, each
+    found there by the test it names (``firewall.pipeline.suites.registry_entry``;
+    ``suites``: the configuration's JUnit suites, whose cases a pytest test may be)."""
     reports = []
+    suites = {*suites, *(spec.suite for part in parts for spec in part.specs if spec.suite)}
     for part in parts:
         for spec in part.specs:
-            entry = entries.get(spec.id)
+            found = registry_entry(spec, entries, suites)
+            entry = found.entry
             if spec.id not in part.trials:
                 if entry is not None:
                     reports.append(skipped(spec, entry))
                 continue
             # probed with --include-quarantined: it stays quarantined
-            reports.append(verdict.in_quarantine(judge(spec, part.trials[spec.id]), entry))
+            report = verdict.in_quarantine(judge(spec, part.trials[spec.id]), entry)
+            reports.append(noted(report, found))
     complete = all(part.complete for part in parts)
     return Artefact(
         run=run_info(parts, mode=mode, finished_at=finished_at),

@@ -10,6 +10,8 @@
                                    ``pytest --firewall-k 7 --firewall-out P && firewall gate P``
     pytest --firewall-replay S     run with one trial's seed again: ``firewall_seed`` is S,
                                    and ``random`` is seeded with it before each test
+    FIREWALL_SELECT=ID pytest      run only the test whose eval id is ID: what
+                                   `firewall replay SUITE/ID` sets for a pytest suite's command
 
 Test ids are ``firewall.testids``'s mapping of pytest node ids. ``--firewall`` lives
 in ``quarantine.py``, ``--firewall-k`` in ``probe.py``.
@@ -23,11 +25,12 @@ the seed of trial 0 under the configuration's base seed.
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
 
-from firewall.pytest_plugin.items import SEEDS, Seeds
+from firewall.pytest_plugin.items import SEEDS, SELECT_VARIABLE, Seeds, Select
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -80,6 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     option = config.option
+    selected = os.environ.get(SELECT_VARIABLE)
+    if selected:
+        config.pluginmanager.register(Select(selected), "firewall-select")
     k, replay = option.firewall_k, option.firewall_replay
     if k is None:
         for name, given in (
@@ -103,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if option.firewall:
         from firewall.pytest_plugin.quarantine import Quarantine
 
-        config.pluginmanager.register(Quarantine.read(project.registry), "firewall-quarantine")
+        config.pluginmanager.register(Quarantine.read(project), "firewall-quarantine")
     if k is not None:
         from firewall.pytest_plugin.probe import Probe
 

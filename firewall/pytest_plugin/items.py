@@ -84,3 +84,24 @@ def nodeid_of(item: pytest.Item) -> str:
     """The test's node id, without a trial's parameter."""
     trial = item.stash.get(TRIAL, None)
     return trial.nodeid if trial is not None else item.nodeid
+
+
+SELECT_VARIABLE = "FIREWALL_SELECT"
+"""Set by `firewall replay SUITE/case` for the suite's command: the case's id, the test to run."""
+
+
+class Select:
+    """Run only the test whose eval id is ``eval_id``: a suite's case replayed
+    (`firewall replay SUITE/case`), whatever else the suite's command selects."""
+
+    def __init__(self, eval_id: str) -> None:
+        self.eval_id = eval_id
+
+    @pytest.hookimpl(trylast=True)  # after -k and -m
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        kept = [item for item in items if eval_id_of(item) == self.eval_id]
+        if len(kept) < len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+            items[:] = kept

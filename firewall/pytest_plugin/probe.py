@@ -274,6 +274,7 @@ class Probe:
             kind="command",
             target=replay_command(done.trial.nodeid),
             result="exit-code",
+            identity="nodeid",  # the same test as a pytest suite's case of it (testids)
             k=self.k,
             threshold=settings.threshold,
             flakiness=settings.flakiness,

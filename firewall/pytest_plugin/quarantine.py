@@ -6,12 +6,16 @@ report becomes an expected failure, ``XFAIL`` with ``quarantined: REASON (issue
 the session; when it passes, it is reported as passed. The terminal summary lists
 every quarantined test that ran and what it did. Other tests are untouched, and
 the exit status follows pytest's own rules.
+
+A test is quarantined when the registry holds its id (``firewall.testids``), or
+holds it as a case of one of the configuration's JUnit suites (``SUITE/ID``): the
+same test, quarantined through the other door.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator, Mapping
+from collections.abc import Collection, Generator, Mapping
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,9 @@ from firewall.errors import FirewallError
 from firewall.lifecycle import Entry
 from firewall.output import inert
 from firewall.pytest_plugin.items import HIDDEN_FAILURE, eval_id_of, nodeid_of
+from firewall.pytest_plugin.project import Project
 from firewall.store.registry import Registry
+from firewall.testids import registry_keys
 from firewall.text import one_line
 
 
@@ -36,7 +42,7 @@ class Ran:
     """What one quarantined test did in this session (more than once under ``--firewall-k``)."""
 
     nodeid: str
-    eval_id: str
+    eval_id: str  # the registry's key for it: its own id, or a suite's case of it
     entry: Entry
     failed: int = 0
     passed: int = 0
@@ -45,19 +51,27 @@ class Ran:
 class Quarantine:
     """The ``--firewall`` mode, registered as a plugin of its own when asked for."""
 
-    def __init__(self, entries: Mapping[str, Entry], registry: Path) -> None:
+    def __init__(
+        self, entries: Mapping[str, Entry], registry: Path, suites: Collection[str] = ()
+    ) -> None:
         self.entries = dict(entries)
         self.registry = registry
+        self.suites = tuple(suites)  # the JUnit suites whose cases a test may be
         self.ran: dict[str, Ran] = {}
         self._now: dict[str, str] = {}  # node id -> how its run is going: failed, passed
 
     @classmethod
-    def read(cls, registry: Path) -> Quarantine:
+    def read(cls, project: Project) -> Quarantine:
         try:
-            entries = Registry(registry).read()
+            entries = Registry(project.registry).read()
         except FirewallError as exc:
             raise pytest.UsageError(f"firewall: {exc}") from None
-        return cls(entries, registry)
+        suites = [entry.id for entry in project.settings.evals if entry.result == "junit"]
+        return cls(entries, project.registry, suites)
+
+    def key_of(self, eval_id: str) -> str | None:
+        """The registry's key that quarantines the test ``eval_id``, if any."""
+        return next((k for k in registry_keys(eval_id, self.suites) if k in self.entries), None)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(
@@ -65,10 +79,10 @@ class Quarantine:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         # Outermost, so that it sees the report as pytest's xfail handling left it.
         report = yield
-        eval_id = eval_id_of(item)
-        entry = self.entries.get(eval_id)
-        if entry is None:
+        key = self.key_of(eval_id_of(item))
+        if key is None:
             return report
+        entry = self.entries[key]
         if report.failed:
             self._now[item.nodeid] = "failed"
             report.outcome = "skipped"
@@ -77,7 +91,7 @@ class Quarantine:
         elif call.when == "call" and report.passed:
             self._now.setdefault(item.nodeid, "passed")
         if call.when == "teardown":  # the run is over: count it once, however many phases failed
-            ran = self.ran.setdefault(eval_id, Ran(nodeid_of(item), eval_id, entry))
+            ran = self.ran.setdefault(key, Ran(nodeid_of(item), key, entry))
             outcome = self._now.pop(item.nodeid, None)
             ran.failed += outcome == "failed"
             ran.passed += outcome == "passed"

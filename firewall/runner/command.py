@@ -96,7 +96,7 @@ def run_command(
     finally:
         register(None)
     if junit is not None and not timed_out and proc.returncode >= 0:
-        outcome = _suite(junit, proc.returncode, stderr)
+        outcome = _suite(junit, proc.returncode, stderr, cwd)
     else:
         outcome = _outcome(proc, stdout, stderr, timed_out, timeout, exit_code_mode, result_path)
     if keep_output or outcome.error is not None or (exit_code_mode and outcome.payload == _FAILED):
@@ -131,11 +131,12 @@ def _outcome(
     return _result(result_path, stdout, status, stderr)
 
 
-def _suite(path: Path, status: int, stderr: bytes) -> Outcome:
+def _suite(path: Path, status: int, stderr: bytes, cwd: Path) -> Outcome:
     """One run of a JUnit suite: its cases, and as the trial's score the share that passed.
 
     A test runner exits non-zero when a test fails, so the exit status counts only when
-    no report was written (a crash, a usage error) and says so then.
+    no report was written (a crash, a usage error) and says so then. The working
+    directory is where pytest's cases' files are found again (``parse_junit``).
     """
     try:
         data = path.read_bytes()
@@ -145,7 +146,7 @@ def _suite(path: Path, status: int, stderr: bytes) -> Outcome:
             f"{tail(stderr)}"
         )
     try:
-        cases = parse_junit(data)
+        cases = parse_junit(data, cwd)
     except NotJUnit as exc:
         return Outcome(error=f"{path}: {exc} (exit status {status}){tail(stderr)}")
     ran = {

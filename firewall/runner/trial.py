@@ -95,6 +95,9 @@ class SuiteCase(BaseModel):
     file: str | None = None
     line: int | None = None
     message: str = ""
+    # How its id names the test (firewall.runner.junit.Identity): by name, by pytest node
+    # id, or by its place alone, which no quarantine may follow.
+    identity: Literal["name", "nodeid", "position"] = "name"
 
 
 _EVIDENCE = ("traceback", "output", "import_s", "boot_s", "blocked_s")

@@ -10,6 +10,7 @@ import pytest
 
 from firewall.config import ID_PATTERN
 from firewall.runner.junit import MAX_BYTES, NotJUnit, case_id, parse_junit
+from firewall.testids import from_nodeid
 
 SAMPLES = Path(__file__).parent.parent / "data" / "junit"
 
@@ -48,16 +49,16 @@ def test_a_real_pytest_junitxml_is_read_with_its_outcomes_and_sources(tmp_path: 
     )
     cases = {case.id: case for case in parse_junit(report.read_bytes())}
     assert {i: c.outcome for i, c in cases.items()} == {
-        "test_shop.test_adds": "passed",
-        "test_shop.test_total": "failed",
-        "test_shop.test_param_1": "passed",
-        "test_shop.test_param_2": "passed",
-        "test_shop.test_later": "skipped",
-        "test_shop.test_setup": "error",
+        "test_shop.py/test_adds": "passed",
+        "test_shop.py/test_total": "failed",
+        "test_shop.py/test_param.1": "passed",
+        "test_shop.py/test_param.2": "passed",
+        "test_shop.py/test_later": "skipped",
+        "test_shop.py/test_setup": "error",
     }
-    assert cases["test_shop.test_total"].file == "test_shop.py"
-    assert cases["test_shop.test_total"].line == 6  # the def's line (pytest writes 5)
-    assert "assert 90 == 100" in cases["test_shop.test_total"].message
+    assert cases["test_shop.py/test_total"].file == "test_shop.py"
+    assert cases["test_shop.py/test_total"].line == 6  # the def's line (pytest writes 5)
+    assert "assert 90 == 100" in cases["test_shop.py/test_total"].message
 
 
 def test_jest_go_and_nextest_reports_are_read() -> None:
@@ -137,3 +138,101 @@ def test_an_entity_bomb_is_refused_not_expanded() -> None:
 def test_a_report_past_the_size_cap_is_refused() -> None:
     with pytest.raises(NotJUnit, match="more than"):
         parse_junit(b" " * (MAX_BYTES + 1))
+
+
+PYTEST_TESTS = """\
+import pytest
+
+
+def test_plain():
+    pass
+
+
+@pytest.mark.parametrize("fee", ["eu-2", "1.5 EUR", "a::b"])
+def test_fee(fee):
+    pass
+
+
+class TestCheckout:
+    def test_pays(self):
+        assert False
+
+    class TestRefund:
+        def test_back(self):
+            pass
+
+
+def helper():
+    '''
+    >>> 1 + 1
+    2
+    '''
+"""
+
+
+def run_pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("family", ["xunit1", "xunit2"])
+def test_a_pytest_case_gets_the_id_the_plugin_gives_its_node_id(
+    tmp_path: Path, family: str
+) -> None:
+    """Both of pytest's JUnit families, a class in a class, parameters, a doctest and a
+    directory with a dot in its name: each case's id is from_nodeid of its node id, as
+    pytest itself lists them."""
+    (tmp_path / "tests" / "v1.2").mkdir(parents=True)
+    (tmp_path / "tests" / "test_pay.py").write_text(PYTEST_TESTS)
+    (tmp_path / "tests" / "v1.2" / "test_old.py").write_text("def test_old():\n    pass\n")
+    args = ("--doctest-modules", "tests")
+    listed = run_pytest(tmp_path, "--collect-only", "-q", *args).stdout.splitlines()
+    nodeids = [line for line in listed if "::" in line]
+    assert len(nodeids) == 8, listed
+    run_pytest(tmp_path, "-o", f"junit_family={family}", "--junitxml=junit.xml", *args)
+
+    cases = parse_junit((tmp_path / "junit.xml").read_bytes(), tmp_path)
+
+    assert sorted(case.id for case in cases) == sorted(from_nodeid(n) for n in nodeids)
+    assert {case.identity for case in cases} == {"nodeid"}
+    by_id = {case.id: case for case in cases}
+    assert by_id["tests/test_pay.py/TestCheckout/test_pays"].outcome == "failed"
+    assert "tests/test_pay.py/TestCheckout/TestRefund/test_back" in by_id
+    assert "tests/v1.2/test_old.py/test_old" in by_id
+    assert "tests/test_pay.py/test_fee.1.5_EUR-392edc0d" in by_id
+
+
+def test_pytest_xunit2_without_its_files_on_disk_still_reads_node_ids() -> None:
+    """Read elsewhere than where it ran: the module is the parts before the first class."""
+    xml = (
+        b'<testsuites><testsuite name="pytest">'
+        b'<testcase classname="tests.test_x.TestFoo" name="test_y[a]"/>'
+        b'<testcase classname="tests.test_x" name="test_z"/>'
+        b"</testsuite></testsuites>"
+    )
+    assert [case.id for case in parse_junit(xml)] == [
+        "tests/test_x.py/TestFoo/test_y.a",
+        "tests/test_x.py/test_z",
+    ]
+
+
+def test_a_promptfoo_case_is_named_by_its_description_or_known_by_its_place() -> None:
+    cases = parse_junit((SAMPLES / "promptfoo.xml").read_bytes())
+    assert [(case.id, case.identity, case.outcome) for case in cases] == [
+        ("echo__prompt_1.greets_the_customer_by_name", "name", "passed"),
+        ("echo__prompt_1.test_2", "position", "failed"),
+        ("echo__prompt_1.test_3", "position", "passed"),
+    ]
+
+
+def test_twins_are_told_apart_by_their_order_alone() -> None:
+    xml = b"<testsuite><testcase name='t'/><testcase name='t'/></testsuite>"
+    assert [(c.id, c.identity) for c in parse_junit(xml)] == [
+        ("t", "position"),
+        ("t~2", "position"),
+    ]
