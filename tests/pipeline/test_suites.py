@@ -187,15 +187,16 @@ def test_a_quarantine_made_through_the_pytest_plugin_holds_for_the_suites_case(
     (project / "suite" / "test_shop.py").write_text(TESTS)
     command = f"{sys.executable} -m pytest -q -p no:cacheprovider --junitxml={{result}} suite"
     (project / "firewall.toml").write_text(suite_config(command, k=3))
-    # what `pytest --firewall-k` or `firewall quarantine add suite/test_shop.py::test_broken`
+    # what `pytest --firewall-k` or `firewall quarantine add suite/test_shop.py::test_flaky`
     # writes: the test's own id, without the suite
-    write_registry(project / "quarantine.json", "suite/test_shop.py/test_broken")
+    write_registry(project / "quarantine.json", "suite/test_shop.py/test_flaky")
 
     result = invoke("run")
 
-    broken = report(project)["shop/suite/test_shop.py/test_broken"]
-    assert broken["status"] == "quarantined" and broken["blocking"] is False
-    assert result.exit_code == 0, result.output
+    flaky = report(project)["shop/suite/test_shop.py/test_flaky"]
+    assert flaky["status"] == "quarantined" and flaky["blocking"] is False
+    # test_broken fails every run: not quarantined, it blocks
+    assert result.exit_code == 1, result.output
 
 
 PROMPTFOO = """<?xml version="1.0" encoding="UTF-8"?>
