@@ -37,6 +37,8 @@ class QuarantineView(BaseModel):
     defined: bool
     drifting: dict[str, float] = {}  # output fields that varied in its latest probe in the window
     not_planned: int | None = None  # its issue, closed by a person as not planned
+    # Its latest probe in the window failed consistently: broken, not flaky (contract §4).
+    failing: bool = False
 
 
 class LastRun(BaseModel):
@@ -75,6 +77,7 @@ def build(
     window_start = to_text(at - dt.timedelta(days=days))
     trends: dict[str, list[float | None]] = {eval_id: [] for eval_id in entries}
     drifting: dict[str, dict[str, float]] = {}
+    latest_status: dict[str, str] = {}
     find_last = last_rows is None
     last_id: str | None = None
     latest: list[HistoryRow] = [] if last_rows is None else last_rows
@@ -88,8 +91,9 @@ def build(
             continue
         if row.build_ts >= window_start:
             trend.append(row.median)
-        if row.median is not None:
+        if row.median is not None:  # a probe, not a run that skipped it
             drifting[row.eval_id] = {name: rate for name, rate in row.drift.items() if rate > 0}
+            latest_status[row.eval_id] = row.status
     views = [
         _view(
             eval_id,
@@ -99,6 +103,7 @@ def build(
             release_after=release_after,
             defined=eval_id in defined,
             drifting=drifting.get(eval_id, {}),
+            failing=latest_status.get(eval_id) == "fail",
         )
         for eval_id, entry in sorted(entries.items(), key=lambda item: (item[1].since, item[0]))
     ]
@@ -130,6 +135,7 @@ def _view(
     release_after: int,
     defined: bool,
     drifting: dict[str, float],
+    failing: bool = False,
 ) -> QuarantineView:
     return QuarantineView(
         id=eval_id,
@@ -150,6 +156,7 @@ def _view(
         owner=entry.owner,
         defined=defined,
         drifting=drifting,
+        failing=failing,
     )
 
 
@@ -211,6 +218,11 @@ def render_status(view: StatusView) -> str:
         for q in view.quarantined:
             gone = "" if q.defined else " [no longer defined: release it]"
             lines.append(f"  {q.id} ({q.source}, since {q.since:%Y-%m-%d}){gone}: {q.reason}")
+            if q.failing:
+                lines.append(
+                    "    its latest probe failed consistently: broken, not flaky; it blocks "
+                    "wherever it is probed, and fails the gate once released: fix it"
+                )
             if q.not_planned is not None:
                 lines.append(
                     f"    issue #{q.not_planned} was closed as not planned: the quarantine stays, "

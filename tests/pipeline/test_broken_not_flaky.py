@@ -134,6 +134,9 @@ def test_the_nightly_shows_a_broken_case_as_fail_and_exits_0(suite: Path) -> Non
     assert night.exit_code == 0, night.output
     flaky = evals(suite)["flaky"]
     assert flaky["status"] == "fail" and "once released it fails the gate" in str(flaky["reason"])
+    status = invoke("status")
+    assert "its latest probe failed consistently: broken, not flaky" in status.output
+    assert json.loads(invoke("status", "--json").output)["quarantined"][0]["failing"] is True
 
 
 def test_an_eval_probed_in_quarantine_below_its_threshold_blocks(project: Path) -> None:
