@@ -32,6 +32,7 @@ class Case:
     file: str | None = None
     line: int | None = None
     message: str = ""  # the failure's, error's or skip's message, cut short
+    time: float | None = None  # the case's own seconds, as the runner timed it
 
 
 class NotJUnit(ValueError):
@@ -65,6 +66,7 @@ def parse_junit(data: bytes) -> list[Case]:
                 file=element.get("file") or None,
                 line=_line(element.get("line"), shift),
                 message=message,
+                time=_time(element.get("time")),
             )
         )
     return cases
@@ -96,6 +98,16 @@ def _outcome(element: ET.Element) -> tuple[CaseOutcome, str]:
             text = found.get("message") or (found.text or "").strip()
             return outcome, " ".join(text.split())[:_MESSAGE_CHARS]
     return "passed", ""
+
+
+def _time(value: str | None) -> float | None:
+    """A case's ``time`` in seconds; None when absent or not a finite, non-negative number.
+    Surefire writes thousands with a comma (``1,234.5``)."""
+    try:
+        seconds = float(value.replace(",", "")) if value else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < float("inf") else None
 
 
 def _line(value: str | None, shift: int) -> int | None:

@@ -95,6 +95,7 @@ class SuiteCase(BaseModel):
     file: str | None = None
     line: int | None = None
     message: str = ""
+    time: float | None = None  # the case's own seconds in this run, from the XML
 
 
 _EVIDENCE = ("traceback", "output", "import_s", "boot_s", "blocked_s")

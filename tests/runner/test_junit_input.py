@@ -137,3 +137,14 @@ def test_an_entity_bomb_is_refused_not_expanded() -> None:
 def test_a_report_past_the_size_cap_is_refused() -> None:
     with pytest.raises(NotJUnit, match="more than"):
         parse_junit(b" " * (MAX_BYTES + 1))
+
+
+def test_each_case_keeps_its_own_time_and_an_odd_one_is_none() -> None:
+    document = (
+        b"<testsuite time='44.0'>"
+        b"<testcase name='a' time='0.125'/><testcase name='b' time='1,234.5'/>"
+        b"<testcase name='c'/><testcase name='d' time='NaN'/><testcase name='e' time='-1'/>"
+        b"<testcase name='f' time='soon'/></testsuite>"
+    )
+    times = {case.id: case.time for case in parse_junit(document)}
+    assert times == {"a": 0.125, "b": 1234.5, "c": None, "d": None, "e": None, "f": None}
