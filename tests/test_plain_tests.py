@@ -60,14 +60,16 @@ def runs(spec: EvalSpec, outcomes: str) -> list[TrialRecord]:
             )
             continue
         passed = outcome == "p"
-        if passed:
-            said = {}
-        elif spec.suite is not None:
-            said = {"fields": {"failure": MESSAGE}}
-        else:
-            said = {"output": MESSAGE}
+        said = None if passed else MESSAGE
         records.append(
-            TrialRecord(index=index, seed=seed, score=float(passed), passed=passed, **said)
+            TrialRecord(
+                index=index,
+                seed=seed,
+                score=float(passed),
+                passed=passed,
+                fields={"failure": said} if said and spec.suite is not None else {},
+                output=said if spec.suite is None else None,
+            )
         )
     return records
 
