@@ -40,7 +40,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall.policy import Check, Decision, Status, decide, decide_case, item_test, measure
+from firewall.policy import (
+    Check,
+    Decision,
+    Status,
+    as_plain,
+    decide,
+    decide_case,
+    is_plain_test,
+    item_test,
+    measure,
+)
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import EPSILON, Stats, sorted_iqr, sorted_median, wilson_interval
@@ -159,7 +169,7 @@ def settle(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision | None:
         return None  # some completion is stable, or close enough to F to be extended
     stats = measure(spec, trials)
     assert stats.median is not None
-    return Decision(
+    settled = Decision(
         status=Status.QUARANTINE,
         reason=f"iqr at least {fmt(tightest)} > flakiness {fmt(spec.flakiness)} whatever "
         f"the other {rest} trials score (median {fmt(stats.median)}, {stopped})",
@@ -173,6 +183,10 @@ def settle(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision | None:
             ),
         ),
     )
+    if is_plain_test(spec):  # passed and failed already: told as the flaky test it is
+        plain = as_plain(spec, trials, settled)
+        return _with(plain, f"{plain.reason}; {stopped}")
+    return settled
 
 
 def _pass_rate_settled(
@@ -262,6 +276,8 @@ def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
     stats = decision.stats
     if stats.median is None or stats.iqr is None:
         return None
+    if "flaky" in failed and stats.iqr <= spec.flakiness + EPSILON:
+        return None  # a plain test's collapse, as clear as any (its checks show no fence)
     if spec.min_pass_rate is not None:
         # Judged on its pass rate alone: the median of pass/fail scores says little.
         assert stats.pass_rate is not None and stats.wilson_low is not None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from collections.abc import Sequence
 from statistics import NormalDist
 
@@ -237,7 +238,12 @@ def _collapse_rule(
 
 
 def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
-    """Apply the rule table to one probe."""
+    """Apply the rule table to one probe; a plain test's decision is told as one (``as_plain``)."""
+    decision = _decide(spec, trials)
+    return as_plain(spec, trials, decision) if is_plain_test(spec) else decision
+
+
+def _decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     stats, test = _measure(spec, trials)
     checks: list[Check] = []
     k = len(trials)
@@ -381,44 +387,157 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     )
 
 
+# --- plain tests -------------------------------------------------------------------------
+# A plain test passes or fails in each run: a JUnit suite's case, a command whose exit status
+# is its verdict (`result = "exit-code"`), a test the pytest plugin probed (an exit-code eval
+# too). Whichever door it came in by, its decision reads the same: how many runs passed and
+# failed, what that makes it, and the first failure's own message; and its checklist counts
+# runs, with no fence arithmetic, which a score of 0 or 1 has nothing to show with.
+
+FAILURE_CHARS = 300
+"""How much of a failed run's message a reason quotes: the end, where a command's output
+says what went wrong."""
+
+_FENCE_CHECKS = frozenset(("violations", "iqr", "collapse fence", "median"))
+
+
+def is_plain_test(spec: EvalSpec) -> bool:
+    """Whether each trial of the eval is a pass or a fail: a suite's case, an exit-code command."""
+    return spec.suite is not None or spec.result == "exit-code"
+
+
 def decide_case(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     """A test case of a JUnit suite, decided as a plain test: passed in every trial it ran
     in, PASS; failed in every one, FAIL; both, the classic flaky test, QUARANTINE."""
     stats = measure(spec, trials)
     errored = [trial for trial in trials if trial.error is not None]
-    ran = [trial for trial in trials if trial.error is None and trial.score is not None]
-    passes = sum(bool(trial.passed) for trial in ran)
-    fails = len(ran) - passes
-    present = f", in {len(trials)} of {spec.k} trials" if len(trials) < spec.k else ""
-    check = Check(
-        name="outcomes",
-        ok=fails == 0,
-        actual=f"{passes} passed, {fails} failed"
-        + (f", {len(errored)} errored" if errored else ""),
-        allowed="every run passed",
+    ran = _ran(trials)
+    errors = Check(
+        name="errors",
+        ok=len(errored) <= spec.max_errors,
+        actual=str(len(errored)),
+        allowed=f"<= {spec.max_errors}",
     )
-
-    def verdict(status: Status, reason: str) -> Decision:
-        return Decision(status=status, reason=one_line(reason), stats=stats, checks=(check,))
-
     if len(errored) > spec.max_errors or not ran:
         first = errored[0] if errored else None
         detail = f"; trial {first.index} (seed {first.seed}): {first.error}" if first else ""
-        return verdict(
-            Status.ERROR,
-            f"the suite's run errored in {len(errored)} of {len(trials)} trials{detail}",
+        return Decision(
+            status=Status.ERROR,
+            reason=one_line(
+                f"the suite's run errored in {len(errored)} of {len(trials)} trials{detail}"
+            ),
+            stats=stats,
+            checks=(errors,),
         )
-    failed = next((trial for trial in ran if not trial.passed), None)
-    why = ""
-    if failed is not None:
-        message = failed.fields.get("failure")
-        why = f"; first failure, trial {failed.index} (seed {failed.seed}): {message}"
-    if fails == 0:
-        return verdict(Status.PASS, f"passed in {passes} of {len(ran)} runs{present}")
-    if passes == 0:
-        return verdict(Status.FAIL, f"failed in {fails} of {len(ran)} runs{present}{why}")
-    return verdict(
-        Status.QUARANTINE,
-        f"passed {passes} and failed {fails} of {len(ran)} runs on the same code: "
-        f"a flaky test{present}{why}",
+    passes = sum(bool(trial.passed) for trial in ran)
+    status = (
+        Status.PASS if passes == len(ran) else Status.FAIL if passes == 0 else Status.QUARANTINE
     )
+    return _plain(spec, trials, status, stats, [errors], failed=set())
+
+
+def as_plain(spec: EvalSpec, trials: Sequence[TrialRecord], decision: Decision) -> Decision:
+    """A plain test's decision by the rule table, told as a plain test's: the same status,
+    its runs for a reason, its checklist without the fence. An error keeps its own words."""
+    failed = {check.name for check in decision.checks if not check.ok}
+    if decision.status is Status.ERROR or "violations" in failed:
+        return decision  # no plain test reports a violation; were one to, its words stand
+    kept = [check for check in decision.checks if check.name not in _FENCE_CHECKS]
+    return _plain(spec, trials, decision.status, decision.stats, kept, failed=failed)
+
+
+def failure_message(trial: TrialRecord) -> str | None:
+    """What a plain test's failed run said: a JUnit case's failure message, else the end
+    of what the command printed (through the pytest plugin, pytest's assertion line).
+
+    Whole lines from the end, up to FAILURE_CHARS, without the rules test runners draw
+    (``==== 1 failed in 0.2s ====``, ``--- stderr ---``): the last lines say what failed.
+    """
+    text = trial.fields.get("failure")
+    if not isinstance(text, str) or not text.strip():
+        text = trial.output or ""
+    lines = [" ".join(line.split()) for line in text.splitlines() if not _RULE.match(line)]
+    lines = [line for line in lines if line]
+    kept: list[str] = []
+    for line in reversed(lines):
+        if kept and sum(len(k) + 3 for k in kept) + len(line) > FAILURE_CHARS:
+            break
+        kept.append(line if len(line) <= FAILURE_CHARS else "…" + line[-FAILURE_CHARS:])
+    if not kept:
+        return None
+    return " | ".join(["…"] * (len(kept) < len(lines)) + kept[::-1])
+
+
+_RULE = re.compile(r"\s*[-=_*#~]{3,}(?:.*[-=_*#~]{3,})?\s*$")
+
+
+def _ran(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    return [trial for trial in trials if trial.error is None and trial.score is not None]
+
+
+def _plain(
+    spec: EvalSpec,
+    trials: Sequence[TrialRecord],
+    status: Status,
+    stats: Stats,
+    checks: list[Check],
+    *,
+    failed: set[str],
+) -> Decision:
+    """ "passed N and failed M of K runs on the same code: a flaky test; first failure, trial
+    I (seed S): <message>", and the checklist line ``FAIL flaky: passed N, failed M of K``.
+
+    ``checks`` are the rule table's that stay (errors, a pass rate's lower bound); ``failed``
+    names the rule table's checks that failed. The runs' own line fails where the runs
+    decided: flaky, or failing every run (a JUnit case) or most (the median's rule)."""
+    ran = _ran(trials)
+    passes = sum(bool(trial.passed) for trial in ran)
+    fails, errored = len(ran) - passes, len(trials) - len(ran)
+    gated = "wilson lower bound" in failed
+    broken = status is Status.FAIL and not gated and passes > 0  # the median's rule, mixed runs
+    decided = status is Status.QUARANTINE or (status is Status.FAIL and not gated)
+    counted = [f"{word} {n}" for word, n in (("passed", passes), ("failed", fails)) if n]
+    runs = Check(
+        name="flaky" if status is Status.QUARANTINE else "runs",
+        ok=not decided,
+        actual=f"{', '.join(counted) or 'passed 0'} of {len(ran)}",
+        allowed="",
+    )
+    at = next((i for i, check in enumerate(checks) if check.name not in ("errors", "scored")), None)
+    checks.insert(len(checks) if at is None else at, runs)
+
+    if not fails:
+        head = f"passed in {passes} of {len(ran)} runs"
+    elif not passes:
+        head = f"failed in {fails} of {len(ran)} runs"
+    else:
+        head = f"passed {passes} and failed {fails} of {len(ran)} runs on the same code"
+    if spec.suite is not None and len(trials) < spec.k:  # a case missing from some runs
+        head += f", in {len(trials)} of {spec.k} trials"
+    if errored:
+        head += f" ({errored} of {len(trials)} trials errored)"
+    reason = head + _plain_clause(spec, status, checks, broken=broken, fails=fails)
+    failure = next((trial for trial in ran if not trial.passed), None)
+    if failure is not None:
+        message = failure_message(failure)
+        reason += f"; first failure, trial {failure.index} (seed {failure.seed})"
+        reason += f": {message}" if message else ""
+    return Decision(status=status, reason=one_line(reason), stats=stats, checks=tuple(checks))
+
+
+def _plain_clause(
+    spec: EvalSpec, status: Status, checks: Sequence[Check], *, broken: bool, fails: int
+) -> str:
+    """What the runs make the test, where the count alone does not say."""
+    if status is Status.QUARANTINE:
+        return ": a flaky test"
+    if broken:
+        return ": most runs failed, a broken test more than a flaky one"
+    gate = next((check for check in checks if check.name == "wilson lower bound"), None)
+    if gate is not None:
+        assert spec.min_pass_rate is not None
+        held = ">=" if gate.ok else "<"
+        return f": wilson lower bound {gate.actual} {held} min_pass_rate {fmt(spec.min_pass_rate)}"
+    if status is Status.PASS and fails:
+        return f": outlier_fence {fmt(spec.outlier_fence)} counts no failure among passes as flaky"
+    return ""

@@ -594,6 +594,38 @@ def test_the_same_error_in_every_trial_is_a_bug_or_setup_not_an_outage() -> None
     assert hint.cause == "the same error in every trial: a bug or a setup problem, not flakiness"
 
 
+def test_one_errored_trial_is_not_the_same_error_in_every_trial() -> None:
+    # Adaptive K stops at the first error past max_errors: one trial, nothing repeated.
+    judge = [error_trial("judge answered HTTP 503 Service Unavailable", index=0)]
+    assert hint_of(judge, Cause.ERRORS).cause == (
+        "an external dependency failing (errors, never low scores)"
+    )
+    bug = [error_trial("KeyError: 'b'", index=0)]
+    assert hint_of(bug, Cause.ERRORS).cause == (
+        "one trial, and it errored: too little to tell a bug from an outage"
+    )
+    twice = [error_trial("KeyError: 'b'", index=i) for i in range(2)]
+    assert hint_of(twice, Cause.ERRORS).cause.startswith("the same error in every trial")
+
+
+@pytest.mark.parametrize(
+    ("message", "cause"),
+    [
+        ("judge: 503 Service Unavailable", "an external dependency failing"),
+        ("upstream 502 Bad Gateway", "an external dependency failing"),
+        ("HTTP 429 Too Many Requests", "rate limiting"),
+        ("openai.RateLimitError: rate limit reached", "rate limiting"),
+        ("timed out after 30 s; the command was killed", "timeouts"),
+        ("ConnectionRefusedError: [Errno 111] Connection refused", "an external dependency"),
+        ("ConnectionResetError: Connection reset by peer", "an external dependency failing"),
+        ("anthropic.APIStatusError: Overloaded", "an external dependency failing"),
+    ],
+)
+def test_an_outage_s_text_wins_even_when_every_trial_says_it(message: str, cause: str) -> None:
+    records = [error_trial(message, index=i) for i in range(7)]
+    assert hint_of(records, Cause.ERRORS).cause.startswith(cause)
+
+
 def test_an_outage_needs_its_text_or_a_mix_of_results() -> None:
     different = [error_trial("KeyError: 'b'", index=0), error_trial("NameError: x", index=1)]
     assert hint_of(different, Cause.ERRORS).cause.startswith("every trial errored, in 2 ways")

@@ -82,6 +82,18 @@ def out_of_ten():
 @task
 def rated() -> Task:
     return Task(dataset=[Sample(input="a", target="a")], solver=copy_target(), scorer=out_of_ten())
+
+
+@task
+def graded_by(model: str) -> Task:
+    """A task whose own argument is called `model` (a grader's, say)."""
+    return Task(dataset=[Sample(input="a", target="a")], solver=copy_target(), scorer=match())
+
+
+@task
+def counted() -> Task:
+    """mockllm's default output, without usage: Inspect counts its tokens with tiktoken."""
+    return Task(dataset=[Sample(input="a", target="a")], solver=generate(), scorer=match())
 '''
 
 SEED = 3
@@ -168,6 +180,49 @@ def test_a_metric_outside_0_1_errors_and_names_the_metric(inspect_project: Path)
     assert result.exit_code == 3, result.output
     [trial, *_] = evals_of(inspect_project)["rated"]["trials"]
     assert "metric out_of_ten/mean is 7.0, outside [0, 1]" in trial["error"]
+
+
+def test_a_task_argument_named_model_is_told_apart_from_the_eval_s_model(
+    inspect_project: Path,
+) -> None:
+    write_config(
+        inspect_project,
+        inspect_eval("graded", "tasks.py@graded_by", 'model = "mockllm/model"\nk = 3')
+        + inspect_eval(
+            "given", "tasks.py@graded_by", 'task_args = { model = "mockllm/grader" }\nk = 3'
+        ),
+    )
+
+    result = invoke("run")
+
+    evals = evals_of(inspect_project)
+    assert result.exit_code == 3, result.output
+    error = evals["graded"]["trials"][0]["error"]
+    assert "missing 1 required positional argument: 'model'" in error
+    assert 'pass it as task_args = { model = "..." }' in error
+    assert "not the eval's `model` key, which is Inspect's model" in error
+    assert evals["given"]["status"] == "pass", evals["given"]["reason"]
+
+
+def test_mockllm_offline_says_it_needs_a_tokenizer_and_what_to_do(
+    inspect_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Offline for sure: every HTTPS request goes to a proxy on a port nobody listens on.
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    write_config(
+        inspect_project,
+        inspect_eval("counted", "tasks.py@counted", 'model = "mockllm/model"\nk = 3'),
+    )
+
+    result = invoke("run")
+
+    assert result.exit_code == 3, result.output
+    error = evals_of(inspect_project)["counted"]["trials"][0]["error"]
+    assert "Inspect could not download a tokenizer" in error
+    assert "run once with network access" in error and "ModelOutput.usage" in error
 
 
 def test_list_shows_the_task_its_model_and_arguments(inspect_project: Path) -> None:

@@ -18,6 +18,12 @@ rule and the flipping-case hint apply; the tokens the models used; and the
 model as ``model_id``. Inspect's log goes to a directory in the run's scratch
 (``FIREWALL_SCRATCH``) that goes with the trial: ``inspect eval`` would write it
 into ``./logs`` of the project.
+
+Two of Inspect's own limits meet users here, and the errors say so: a task whose
+function takes an argument named ``model`` gets it from ``task_args``, since the
+eval's ``model`` key is Inspect's model, as ``--model`` is; and Inspect's offline
+``mockllm/model`` counts tokens with tiktoken, which downloads its encoding the
+first time (``TOKENIZER_OFFLINE``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import binascii
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -37,6 +44,18 @@ if TYPE_CHECKING:
 _PREFIX = "task_"
 _SCRATCH = "FIREWALL_SCRATCH"  # firewall.runner.reaper.MARKER: the run's scratch directory
 INSTALL = "Inspect AI is not installed: pip install 'flakiness-firewall[inspect]'"
+MODEL_ARGUMENT = (
+    "the task's own argument `model` is not the eval's `model` key, which is Inspect's model "
+    '(--model): pass it as task_args = { model = "..." }'
+)
+TOKENIZER_OFFLINE = (
+    "Inspect could not download a tokenizer (mockllm counts tokens with tiktoken, which fetches "
+    "its encoding on first use): run once with network access so that it is cached "
+    "(TIKTOKEN_CACHE_DIR says where), or have the model's outputs carry their usage "
+    "(ModelOutput.usage), as the firewall's tests do offline"
+)
+_MISSING_MODEL = re.compile(r"missing \d+ required .*argument.*'model'")
+_TOKENIZER_FETCH = re.compile(r"tiktoken|openaipublic\.blob\.core\.windows\.net|/encodings/")
 
 
 class Call(NamedTuple):
@@ -89,15 +108,20 @@ def run_trial(call: Call, seed: int) -> dict[str, Any]:
 
     model: dict[str, Any] = {} if call.model is None else {"model": call.model}
     with tempfile.TemporaryDirectory(prefix="inspect-", dir=os.environ.get(_SCRATCH)) as logs:
-        results = inspect_eval(
-            call.task,
-            task_args=call.task_args,
-            epochs=1,
-            seed=seed,
-            display="none",
-            log_dir=logs,
-            **model,
-        )
+        try:
+            results = inspect_eval(
+                call.task,
+                task_args=call.task_args,
+                epochs=1,
+                seed=seed,
+                display="none",
+                log_dir=logs,
+                **model,
+            )
+        except TypeError as exc:  # the task's function called with arguments it does not take
+            if "model" in call.task_args or not _MISSING_MODEL.search(str(exc)):
+                raise
+            raise TypeError(f"{exc}: {MODEL_ARGUMENT}") from exc
         if len(results) != 1:
             raise RuntimeError(f"{call.task} ran as {len(results)} evals; expected one task")
         # Read before the directory goes: the log's samples are read from its file on demand.
@@ -108,6 +132,8 @@ def trial_result(log: EvalLog) -> dict[str, Any]:
     """The trial result JSON of one finished Inspect eval."""
     if log.status != "success":
         why = log.error.message if log.error is not None else "no error was recorded"
+        if _TOKENIZER_FETCH.search(why):
+            why = f"{TOKENIZER_OFFLINE}; Inspect said: {why}"
         raise RuntimeError(f"Inspect's eval ended with status {log.status!r}: {why}")
     headline = _headline(log)
     if headline is None:

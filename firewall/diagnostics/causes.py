@@ -11,9 +11,11 @@ prompt changed     ``prompt_version`` takes more than one value       1.0
 concurrency        Spearman |rho|(score, in_flight) >= 0.7, n >= 5    |rho|
 latency            Spearman |rho|(score, latency_ms) >= 0.7, n >= 5   |rho|
 errors             any trial errored; the cause is read from how:     0.5 + 0.5 x share
-                   the same error in every trial is a bug or a
-                   setup problem, an outage needs its text (5xx,
-                   connection) or a mix of scored and errored
+                   an outage's text first (rate limit, 429,
+                   timeout, 5xx, connection refused or reset,
+                   overloaded), then the same error in at least
+                   two trials and every one (a bug or a setup
+                   problem), then a mix of scored and errored
 warm-up            trial 0 is beyond the others' range by more than   0.8
                    3 x max(IQR of the others, 0.02), or by more
                    than 1 x and it took twice the others' median
@@ -56,6 +58,9 @@ MAX_FLIPPING_CASES = 3
 MAX_FLIPPING_SHARE = 0.2
 BIMODAL_MIN_GAP = 0.05
 BIMODAL_GAP_RATIO = 3.0
+MIN_REPEATED_ERRORS = 2
+"""Errored trials it takes to call an error "the same in every trial": one (adaptive K
+stops at the first error past max_errors) repeats nothing."""
 _RATE_LIMIT = re.compile(r"rate.?limit|\b429\b|too many requests", re.IGNORECASE)
 _TIMEOUT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
 _OUTAGE = re.compile(
@@ -214,14 +219,17 @@ def _errors_hint(trials: Sequence[TrialRecord]) -> Hint | None:
     timeouts = sum(bool(_TIMEOUT.search(m)) for m in messages)
     shapes = {re.sub(r"\d+", "#", m) for m in messages}
     every = len(errored) == len(trials)
-    if every and len(shapes) == 1:
-        cause = "the same error in every trial: a bug or a setup problem, not flakiness"
-    elif any(_RATE_LIMIT.search(m) for m in messages):
+    # An outage's own words outrank the pattern: a 503 in every trial is still an outage.
+    if any(_RATE_LIMIT.search(m) for m in messages):
         cause = "rate limiting: an outside service refused calls"
     elif timeouts:
         cause = "timeouts: a slow or hanging external dependency"
     elif any(_OUTAGE.search(m) for m in messages):
         cause = "an external dependency failing (errors, never low scores)"
+    elif every and len(errored) < MIN_REPEATED_ERRORS:
+        cause = "one trial, and it errored: too little to tell a bug from an outage"
+    elif every and len(shapes) == 1:
+        cause = "the same error in every trial: a bug or a setup problem, not flakiness"
     elif every:
         cause = f"every trial errored, in {len(shapes)} ways: a setup problem more than an outage"
     else:

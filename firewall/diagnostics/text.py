@@ -20,9 +20,12 @@ def format_check(check: Check) -> str:
     """One checklist line, actual against allowed: ``ok   iqr 0.012 <= 0.03``.
 
     A failed check shows the operator that did hold (``FAIL median 0.61 < 0.85``).
-    An allowed value without an operator ("none") is shown in brackets.
+    An allowed value without an operator ("none") is shown in brackets; a check with none
+    at all reads as a count (a plain test's ``FAIL flaky: passed 6, failed 1 of 7``).
     """
     mark = "ok  " if check.ok else "FAIL"
+    if not check.allowed:
+        return f"{mark} {check.name}: {check.actual}"
     match = _OPERATOR.match(check.allowed)
     if match is None:
         if check.ok and check.actual == check.allowed:

@@ -171,7 +171,7 @@ def _case_trials(case_id: str, runs: Sequence[TrialRecord]) -> list[TrialRecord]
                 seed=run.seed,
                 score=1.0 if passed else 0.0,
                 passed=passed,
-                duration_s=run.duration_s,
+                duration_s=case.time if case.time is not None else run.duration_s,
                 in_flight=run.in_flight,
                 fields={} if passed else {"failure": case.message or case.outcome},
             )

@@ -70,6 +70,7 @@ class Verdict:
     score: float | None = None
     error: str | None = None
     skipped: str | None = None
+    failure: str | None = None  # a failed call's message: pytest's short form of it
 
 
 def verdict(reports: Sequence[pytest.TestReport]) -> Verdict:
@@ -77,7 +78,7 @@ def verdict(reports: Sequence[pytest.TestReport]) -> Verdict:
     for report in reports:
         if report.failed or getattr(report, HIDDEN_FAILURE, False):
             if report.when == "call":
-                return Verdict(score=0.0)
+                return Verdict(score=0.0, failure=_failure(report))
             return Verdict(error=f"error in {report.when}: {_message(report)}")
         if report.skipped and not isinstance(report, _SUBTEST_REPORT):
             if hasattr(report, "wasxfail"):
@@ -94,6 +95,14 @@ def _message(report: pytest.TestReport) -> str:
         crash = getattr(longrepr, "reprcrash", None)
         text = crash.message if crash is not None else str(longrepr or report.outcome)
     return one_line(text)[:_MESSAGE_CHARS]
+
+
+def _failure(report: pytest.TestReport) -> str:
+    """A failed call's short form: the first line of pytest's crash message (the assertion,
+    or the exception and its message), without the ``+ where`` lines that explain it."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    lines = str(crash.message).splitlines() if crash is not None else []
+    return lines[0].strip()[:_MESSAGE_CHARS] if lines and lines[0].strip() else _message(report)
 
 
 def replay_command(nodeid: str) -> str:
@@ -299,7 +308,7 @@ class Probe:
                 duration_s=done.duration_s,
                 in_flight=1,
             )
-        return record_from_payload(
+        record = record_from_payload(
             {"score": outcome.score},
             index=trial.index,
             seed=trial.seed,
@@ -307,6 +316,9 @@ class Probe:
             duration_s=done.duration_s,
             in_flight=1,
         )
+        if outcome.failure:  # the failure's message, where a command's would be: its output
+            record = record.model_copy(update={"output": outcome.failure})
+        return record
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("firewall: probe")

@@ -23,12 +23,13 @@ beside the replay command. The attributes some reporters read for it
 document stays valid against it (``junit-10.xsd``, Jenkins' xunit schema that
 pytest's xunit2 output follows, checked in the tests).
 
-Times come from the trials' monotonic durations, in whole milliseconds: a
-testcase's ``time`` is its trials' summed duration (what the eval costs; trials
-overlap), and the suite's and the document's are the sum of the testcases', so
-they add up in any reporter. The run's timestamps, to the second, give only
-the suite's ``timestamp``. ``<properties>`` record the base seed, commit and
-exit code.
+Times are in whole milliseconds. A testcase's ``time`` is its trials' summed
+duration, what the eval costs: a JUnit suite's case counts its own ``time`` from
+the suite's XML in each run, not the whole run's. Trials overlap (``concurrency``),
+so the testcases add up to more than the run took: the suite's and the
+document's ``time`` is the run's wall time, from its timestamps (to the second),
+and the suite's ``timestamp`` its start. ``<properties>`` record the base seed,
+commit and exit code.
 
 Eval text (ids, reasons, trial errors) is data: ElementTree escapes it,
 characters XML 1.0 forbids (NUL, ESC and the other control characters) are
@@ -82,9 +83,7 @@ def _suite(artefact: Artefact) -> ET.Element:
     run = artefact.run
     suite = ET.Element("testsuite", name=SUITE_NAME, timestamp=to_text(run.started_at))
     suite.attrib.update(_counts_of(cases))
-    # The sum of the testcases' own times, not the run's wall time: the artefact keeps
-    # that only as timestamps to the second, next to testcases timed to the millisecond.
-    suite.set("time", _seconds(sum(_cost_ms(report) for report in artefact.evals)))
+    suite.set("time", _seconds(_wall_ms(artefact)))
     suite.append(_properties(artefact))
     suite.extend(cases)
     return suite
@@ -222,6 +221,15 @@ def _cost_ms(report: EvalReport) -> int:
     the suite's time exactly the sum of its testcases' as written.
     """
     return round(max(sum(trial.duration_s for trial in report.trials), 0.0) * 1000)
+
+
+def _wall_ms(artefact: Artefact) -> int:
+    """The run's wall time in whole milliseconds (its timestamps are to the second); a run
+    cut short before it was stamped finished: its testcases' summed time, as before."""
+    run = artefact.run
+    if run.finished_at is None:
+        return sum(_cost_ms(report) for report in artefact.evals)
+    return max(round((run.finished_at - run.started_at).total_seconds() * 1000), 0)
 
 
 def _seconds(milliseconds: int) -> str:

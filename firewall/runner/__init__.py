@@ -416,6 +416,9 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
     }
     if apart:
         record = record.model_copy(update=apart)
+    if outcome.output is not None and record.passed is False and task.spec.result == "exit-code":
+        # A plain test's failed run: what the command printed says why (policy.failure_message).
+        record = record.model_copy(update={"output": outcome.output})
     if outcome.cases is not None:
         cases = [SuiteCase(**dataclasses.asdict(case)) for case in outcome.cases]
         record = record.model_copy(update={"cases": cases})

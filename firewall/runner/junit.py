@@ -56,6 +56,7 @@ class Case:
     line: int | None = None
     message: str = ""  # the failure's, error's or skip's message, cut short
     identity: Identity = "name"
+    time: float | None = None  # the case's own seconds, as the runner timed it
 
 
 class NotJUnit(ValueError):
@@ -100,6 +101,7 @@ def parse_junit(data: bytes, root: Path | None = None) -> list[Case]:
                 line=_line(element.get("line"), shift),
                 message=message,
                 identity=identity,
+                time=_time(element.get("time")),
             )
         )
     # Twins (two cases of one name) are told apart by their order alone, the first too: a
@@ -242,6 +244,16 @@ def _outcome(element: ET.Element) -> tuple[CaseOutcome, str]:
             text = found.get("message") or (found.text or "").strip()
             return outcome, " ".join(text.split())[:_MESSAGE_CHARS]
     return "passed", ""
+
+
+def _time(value: str | None) -> float | None:
+    """A case's ``time`` in seconds; None when absent or not a finite, non-negative number.
+    Surefire writes thousands with a comma (``1,234.5``)."""
+    try:
+        seconds = float(value.replace(",", "")) if value else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < float("inf") else None
 
 
 def _line(value: str | None, shift: int) -> int | None:

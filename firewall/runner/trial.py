@@ -98,6 +98,7 @@ class SuiteCase(BaseModel):
     # How its id names the test (firewall.runner.junit.Identity): by name, by pytest node
     # id, or by its place alone, which no quarantine may follow.
     identity: Literal["name", "nodeid", "position"] = "name"
+    time: float | None = None  # the case's own seconds in this run, from the XML
 
 
 _EVIDENCE = ("traceback", "output", "import_s", "boot_s", "blocked_s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -119,7 +120,7 @@ def test_where_an_eval_is_defined_is_in_its_output_and_its_failure() -> None:
     assert "source: firewall.toml" in (hostile.findtext("system-out") or "").splitlines()
 
 
-def test_times_are_the_trials_monotonic_durations_and_add_up() -> None:
+def test_cases_are_timed_by_their_trials_and_the_suite_by_the_run_s_wall_time() -> None:
     document = render_junit(every_outcome())
     suites = ET.fromstring(document)
     suite = suites.find("testsuite")
@@ -128,11 +129,15 @@ def test_times_are_the_trials_monotonic_durations_and_add_up() -> None:
     # 3 x 0.575 s: a case below a second is not rounded away, as a time to the second was.
     assert times["steady"] == "1.725" and times["regressed"] == "0.500"
     assert times["held"] == "0.000"  # no trials, no time
-    # The suite's time is its cases', not the 42 s between the run's timestamps.
-    total = sum(round(float(time or "0") * 1000) for time in times.values())
-    assert suite.get("time") == suites.get("time") == f"{total / 1000:.3f}"
-    assert suite.get("time") != "42.000"
+    # The suite's time is the 42 s between the run's timestamps: its wall time. Trials
+    # overlap, so its cases' costs need not add up to it.
+    assert suite.get("time") == suites.get("time") == "42.000"
     assert suite.get("timestamp") == "2026-11-29T21:00:00Z"
+
+
+def test_a_run_cut_short_before_its_end_was_stamped_is_timed_by_its_cases() -> None:
+    cut = ARTEFACTS["an interrupted run"]()
+    assert ET.fromstring(render_junit(cut)).get("time") == "4.500"
 
 
 def test_times_are_in_whole_milliseconds_and_never_negative() -> None:
@@ -181,3 +186,34 @@ def test_a_real_run_gives_a_valid_document_timed_by_its_trials(
     for report in data["evals"]:
         spent = sum(t["duration_s"] for t in report["trials"])
         assert by_name[report["id"]].get("time") == f"{round(spent * 1000) / 1000:.3f}"
+
+
+def test_a_junit_suite_s_cases_are_timed_by_their_own_time_and_the_run_by_its_wall_time(
+    project: Path, junit_schema: xmlschema.XMLSchema
+) -> None:
+    # Every case used to be charged the whole suite run's time: a 44 s run of 300 cases
+    # read 19.6 hours.
+    cases = "".join(f"<testcase classname='t' name='c{i}' time='0.25'/>" for i in range(30))
+    xml = f"<testsuite>{cases}<testcase classname='t' name='slow' time='1.5'/></testsuite>"
+    (project / "suite.xml").write_text(xml, encoding="utf-8")
+    config = 'k = 3\nadaptive = false\n[[evals]]\nid = "shop"\nresult = "junit"\n'
+    (project / "firewall.toml").write_text(
+        config + 'command = "sleep 1; cp suite.xml {result}"\n', encoding="utf-8"
+    )
+    assert invoke_split("run").exit_code == 0
+    result = invoke_split("report", "firewall-report.json", "--junit")
+    assert result.exit_code == 0
+    junit_schema.validate(result.stdout)
+    by_name = cases_of(result.stdout)
+    assert by_name["shop/t.c0"].get("time") == "0.750"  # 3 trials x its own 0.25 s
+    assert by_name["shop/t.slow"].get("time") == "4.500"
+    run = json.loads((project / "firewall-report.json").read_text(encoding="utf-8"))["run"]
+    started, finished = (
+        dt.datetime.strptime(run[key], "%Y-%m-%dT%H:%M:%S%z")
+        for key in ("started_at", "finished_at")
+    )
+    wall = (finished - started).total_seconds()
+    document = ET.fromstring(result.stdout)
+    suite = document.find("testsuite")
+    assert suite is not None
+    assert float(suite.get("time", "")) == float(document.get("time", "")) == wall

@@ -236,3 +236,14 @@ def test_twins_are_told_apart_by_their_order_alone() -> None:
         ("t", "position"),
         ("t~2", "position"),
     ]
+
+
+def test_each_case_keeps_its_own_time_and_an_odd_one_is_none() -> None:
+    document = (
+        b"<testsuite time='44.0'>"
+        b"<testcase name='a' time='0.125'/><testcase name='b' time='1,234.5'/>"
+        b"<testcase name='c'/><testcase name='d' time='NaN'/><testcase name='e' time='-1'/>"
+        b"<testcase name='f' time='soon'/></testsuite>"
+    )
+    times = {case.id: case.time for case in parse_junit(document)}
+    assert times == {"a": 0.125, "b": 1234.5, "c": None, "d": None, "e": None, "f": None}
