@@ -407,8 +407,10 @@ def is_plain_test(spec: EvalSpec) -> bool:
 
 
 def decide_case(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
-    """A test case of a JUnit suite, decided as a plain test: passed in every trial it ran
-    in, PASS; failed in every one, FAIL; both, the classic flaky test, QUARANTINE."""
+    """A test case of a JUnit suite, decided as a plain test, by the rule table as every
+    plain test is (contract §3): passed in every run, PASS; failed in every one, or in so
+    many that its median is a failure, FAIL; passed and failed on the same code otherwise,
+    the classic flaky test, QUARANTINE. A suite's run that wrote no report errs the case."""
     stats = measure(spec, trials)
     errored = [trial for trial in trials if trial.error is not None]
     ran = _ran(trials)
@@ -429,11 +431,9 @@ def decide_case(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
             stats=stats,
             checks=(errors,),
         )
-    passes = sum(bool(trial.passed) for trial in ran)
-    status = (
-        Status.PASS if passes == len(ran) else Status.FAIL if passes == 0 else Status.QUARANTINE
-    )
-    return _plain(spec, trials, status, stats, [errors], failed=set())
+    # One test, one rule, whichever door: a case is decided by the rule table as an
+    # exit-code command or the plugin's test is, on the runs it was in.
+    return decide(spec.model_copy(update={"min_scored": min(spec.min_scored, len(ran))}), trials)
 
 
 def as_plain(spec: EvalSpec, trials: Sequence[TrialRecord], decision: Decision) -> Decision:

@@ -95,6 +95,7 @@ def run(
     """`firewall run`: probe and gate the selected evals, record, present, publish."""
     ctx.dry_run(options.dry_run)
     part = collect(ctx, options, progress=progress)
+    unvouched(ctx, part.specs)
     artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
     artefact, unclear = against_default_branch(ctx, artefact, part.specs)
     if unclear and part.complete:
@@ -111,6 +112,7 @@ def gate(
     """`firewall gate`: merge probe parts, decide, record, present, publish."""
     ctx.dry_run(options.dry_run)
     parts = load_parts(paths, allow_partial=options.allow_partial)
+    unvouched(ctx, [spec for part in parts for spec in part.specs])
     artefact = conclude(
         parts,
         ctx.entries(),
@@ -125,6 +127,19 @@ def gate(
         )
     artefact, _ = against_default_branch(ctx, artefact, [s for part in parts for s in part.specs])
     return _finish(ctx, artefact, options, present)
+
+
+def unvouched(ctx: Context, specs: Sequence[EvalSpec]) -> None:
+    """Say once, apart from the table (which may cut a reason short), that a quarantine is
+    not carried over to a case known by its place alone (``suites.registry_entry``)."""
+    entries = ctx.entries()
+    for spec in specs:
+        if spec.identity == "position" and spec.id in entries:
+            ctx.notice(
+                f"{spec.id}: its quarantine is not honoured: the case is known by its place "
+                "in its suite's report alone, and a test inserted before it would take it "
+                "over; give the test a name of its own (promptfoo: a description)"
+            )
 
 
 def probe_to(
