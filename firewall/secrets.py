@@ -154,6 +154,10 @@ class Secrets:
         """A pydantic value with every string in it scrubbed, as read back from its JSON."""
         if self._pattern is None:
             return model
+        # Most artefacts hold no secret: one search of the JSON text (where every string
+        # sits in its JSON form, which is one of the forms searched) spares the rebuild.
+        if self._pattern.search(model.model_dump_json(by_alias=True)) is None:
+            return model
         data = self._data(model.model_dump(mode="json", by_alias=True))
         return type(model).model_validate(data)
 
