@@ -169,11 +169,13 @@ class GitHubStandIn:
         has_issues: bool = True,
         private: bool = False,
         permissions: Mapping[str, str] | None = None,
+        default_branch: str = "main",
     ) -> None:
         self.owner, self.name, self.prefix, self.token = owner, name, prefix.rstrip("/"), token
         self.assignable = {login.lower() for login in assignable}
         self.triage, self.has_issues = triage, has_issues
         self.private = private
+        self.default_branch = default_branch
         self.permissions = None if permissions is None else dict(permissions)
         self.issues: dict[int, StoredIssue] = {}
         self.deleted: set[int] = set()
@@ -631,6 +633,7 @@ class GitHubStandIn:
             "private": self.private,
             "url": f"{self.url}/repos/{self.repository}",
             "has_issues": self.has_issues,
+            "default_branch": self.default_branch,
             # As GitHub answers a user's token; triage (or push) access lets it label issues.
             "permissions": {
                 "admin": False,

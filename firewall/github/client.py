@@ -27,6 +27,7 @@ out the secrets of the environment the session was built from
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import re
@@ -61,9 +62,11 @@ from firewall.secrets import Secrets
 __all__ = [  # Transport with them: callers build one to hand in
     "GitHubIssues",
     "GitHubPullRequests",
+    "GitHubRepository",
     "RestIssues",
     "Session",
     "Transport",
+    "default_branch",
     "from_environment",
     "pull_requests_from_environment",
     "session_from_environment",
@@ -425,6 +428,26 @@ class GitHubPullRequests(Session):
                 lambda: self._repository().get_pull(existing.number).edit(title=title, body=text)
             )
         return existing
+
+
+class GitHubRepository(Session):
+    """The repository itself, for what a job's checkout cannot tell: its default branch."""
+
+    def default_branch(self) -> str:
+        with self.calling(f"read the default branch of {self.repository}"):
+            name = self._call(lambda: self._client.get_repo(self.repository).default_branch)
+            if not isinstance(name, str) or not name:
+                raise _Unreadable(f"no `default_branch` in the answer for {self.repository}")
+        return name
+
+
+def default_branch(env: Mapping[str, str]) -> str | None:
+    """The default branch of the repository Actions runs in, asked of the API (one call);
+    None without a token and a repository. Raises ``IssueError`` when GitHub does not say."""
+    repository = session_from_environment(
+        GitHubRepository, env, transport=dataclasses.replace(DEFAULT_TRANSPORT, retries=0)
+    )
+    return repository.default_branch() if repository is not None else None
 
 
 def from_environment(

@@ -111,6 +111,8 @@ class Checkout:
             default, source = branch, "GITHUB_REF of a schedule run, always the default branch"
         else:
             default, source = remote_default(cwd, remote)
+            if default is None:  # persist-credentials: false, a private repository
+                default, source = _api_default(env, source)
         return cls(
             ci=ci,
             branch=branch,
@@ -156,6 +158,20 @@ def remote_default(cwd: Path, remote: str) -> tuple[str | None, str]:
         f"the checkout has no refs/remotes/{remote}/HEAD and `git ls-remote --symref {remote} "
         "HEAD` did not answer (no remote, or no credentials for it)"
     )
+
+
+def _api_default(env: Mapping[str, str], why_not: str) -> tuple[str | None, str]:
+    """The repository's default branch from GitHub's API, where the job has a token."""
+    from firewall.errors import IssueError
+    from firewall.github.client import default_branch  # PyGithub loads only when needed
+
+    try:
+        named = default_branch(env)
+    except IssueError as exc:
+        return None, f"{why_not}; and the API: {exc}"
+    if named is None:
+        return None, f"{why_not}; and no GITHUB_TOKEN to ask the API"
+    return named, "the API's repository.default_branch"
 
 
 def _git(cwd: Path, *args: str) -> str | None:

@@ -162,3 +162,29 @@ def test_a_checkout_that_cannot_tell_its_default_branch_says_why(tmp_path: Path)
     found = Checkout.find(workspace, env, "origin")
     assert found.default_branch is None and not found.writes_shared_state
     assert "ls-remote" in found.default_source
+
+
+def test_with_no_credentials_left_for_git_the_api_names_the_default_branch(tmp_path: Path) -> None:
+    """actions/checkout with persist-credentials: false on a private repository: git cannot
+    ask the remote; the step's token asks the API (GET /repos/OWNER/NAME) once."""
+    from github_standin import GitHubStandIn
+
+    origin = make_origin(tmp_path, {"a.txt": "a"}, branch="trunk")
+    sha = tip(origin, "trunk")
+    workspace = actions_checkout(origin, tmp_path / "job", ref="refs/heads/trunk", sha=sha)
+    git(workspace, "remote", "set-url", "origin", str(tmp_path / "no-access.git"))
+    with GitHubStandIn(default_branch="trunk") as hub:
+        env = job_env(
+            workspace,
+            event_name="workflow_run",
+            payload={"action": "completed"},
+            ref="refs/heads/trunk",
+            sha=sha,
+            repository=hub.repository,
+            token=hub.token,
+            api_url=hub.url,
+        )
+        found = Checkout.find(workspace, env, "origin")
+        assert (found.default_branch, found.on_default_branch) == ("trunk", True)
+        assert found.default_source == "the API's repository.default_branch"
+        assert len(hub.calls("GET")) == 1
