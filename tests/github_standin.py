@@ -25,7 +25,15 @@ exchanges, e.g. PyGithub's tests/ReplayData):
   comments ``issues`` or ``pull-requests``; a public one lets any token read;
 - comments are listed a page at a time (``per_page``, Link headers), edited
   and deleted by id (``/issues/comments/ID``; a deleted one answers 404), and
-  may be a person's (``add_comment``).
+  may be a person's (``add_comment``);
+- every issue and comment has its author (``user``): what the token writes is
+  the token's identity's (``login``), what a test adds is anyone's (``author=``).
+  ``GET /user`` answers as GitHub does for the token's kind: a login ending in
+  ``[bot]`` is an app's installation token (GitHub Actions' ``GITHUB_TOKEN`` is
+  ``github-actions[bot]``), which GitHub refuses with 403 "Resource not accessible
+  by integration"; any other login is a person's token, answered with the user.
+  By default the token is Actions' own, except with ``triage=False``: an app's
+  token with ``issues: write`` may label, so a token that may not is a person's.
 
 It can be told to fail as GitHub does (``FAILURE_MODES``): 5xx, 401, primary
 and secondary rate limits (403 or 429, with or without Retry-After), a
@@ -134,6 +142,7 @@ class StoredIssue:
     created_at: str = ""
     closed_at: str | None = None
     comment_authors: dict[int, str] = dataclasses.field(default_factory=dict)  # by index
+    author: str = ""  # who opened it; "" the token's identity
     deleted_comments: set[int] = dataclasses.field(default_factory=set)  # 1-based indices
 
     def live_comments(self) -> list[tuple[int, str]]:
@@ -170,10 +179,14 @@ class GitHubStandIn:
         private: bool = False,
         permissions: Mapping[str, str] | None = None,
         default_branch: str = "main",
+        login: str | None = None,
     ) -> None:
+        """``login``: the token's identity (default: ``github-actions[bot]``, or a person's
+        login with ``triage=False``)."""
         self.owner, self.name, self.prefix, self.token = owner, name, prefix.rstrip("/"), token
         self.assignable = {login.lower() for login in assignable}
         self.triage, self.has_issues = triage, has_issues
+        self.login = login or ("github-actions[bot]" if triage else "ci-maintainer")
         self.private = private
         self.default_branch = default_branch
         self.permissions = None if permissions is None else dict(permissions)
@@ -252,11 +265,14 @@ class GitHubStandIn:
         state: str = "open",
         state_reason: str | None = None,
         pull: bool = False,
+        author: str | None = None,
     ) -> int:
+        """An issue as ``author`` opened it (default: the token's identity)."""
         with self._lock:
             for name in labels:
                 self.labels.setdefault(name, {"color": "ededed", "description": None})
             issue = self._new_issue(title, body, list(labels), pull=pull)
+            issue.author = author or ""
             if state == "closed":
                 self._close(issue, state_reason or "completed")
             return issue.number
@@ -367,6 +383,8 @@ class GitHubStandIn:
                 if found
                 else _not_found()
             )
+        if path == "/user" and method == "GET":
+            return self._authenticated_user()
         repo = f"/repos/{self.owner}/{self.name}"
         if not (path == repo or path.startswith(repo + "/")):
             return _not_found()
@@ -410,7 +428,7 @@ class GitHubStandIn:
         """Whether a GITHUB_TOKEN with ``permissions`` (None: all) may make this request, as
         GitHub decides it: what a public repository shows anyone reads without a permission,
         and a pull request's issue and conversation need `issues` or `pull-requests`."""
-        if self.permissions is None:
+        if self.permissions is None or path == "/user":
             return True
         rest = path.removeprefix(f"/repos/{self.owner}/{self.name}")
         if rest == "":
@@ -494,6 +512,7 @@ class GitHubStandIn:
             if len(body["body"]) > MAX_BODY:
                 return _too_long("IssueComment")
             issue.comments.append(body["body"])
+            issue.comment_authors[len(issue.comments)] = self.login
             return Reply(201, self._comment_json(issue, len(issue.comments)))
         if sub == "/comments" and method == "GET":
             comments = [self._comment_json(issue, index) for index, _ in issue.live_comments()]
@@ -621,6 +640,20 @@ class GitHubStandIn:
         self._clock += dt.timedelta(minutes=1)
         issue.state, issue.state_reason, issue.closed_at = "closed", reason, _text(self._clock)
 
+    def _authenticated_user(self) -> Reply:
+        """``GET /user``: a person's token is answered; an installation token (an app's, and
+        Actions' GITHUB_TOKEN) is refused, as GitHub refuses it."""
+        if self.login.endswith("[bot]"):
+            return Reply(
+                403,
+                {
+                    "message": "Resource not accessible by integration",
+                    "documentation_url": f"{DOCS}/users/users#get-the-authenticated-user",
+                    "status": "403",
+                },
+            )
+        return Reply(200, _user_json(self.login, self.url))
+
     # --- JSON as GitHub shapes it
 
     def _repo_json(self) -> JSON:
@@ -676,7 +709,7 @@ class GitHubStandIn:
             "comments_url": f"{url}/comments",
             "comments": len(issue.live_comments()),
             "html_url": f"http://127.0.0.1:{self.port}/{issue.repository}/{kind}/{issue.number}",
-            "user": _user_json("github-actions[bot]", self.url),
+            "user": _user_json(issue.author or self.login, self.url),
             "created_at": issue.created_at,
             "updated_at": issue.closed_at or issue.created_at,
             "closed_at": issue.closed_at,
@@ -698,7 +731,7 @@ class GitHubStandIn:
             "issue_url": f"{self.url}/repos/{self.repository}/issues/{pull.number}",
             "head": {"ref": pull.head, "label": f"{self.owner}:{pull.head}", "sha": "0" * 40},
             "base": {"ref": pull.base, "label": f"{self.owner}:{pull.base}", "sha": "1" * 40},
-            "user": _user_json("github-actions[bot]", self.url),
+            "user": _user_json(pull.author or self.login, self.url),
             "merged": pull.merged_at is not None,
             "merged_at": pull.merged_at,
             "draft": False,
@@ -711,7 +744,7 @@ class GitHubStandIn:
         issue_url = f"{self.url}/repos/{issue.repository}/issues/{issue.number}"
         comment_id = _comment_id(issue, index)
         kind = "pull" if issue.pull else "issues"
-        author = issue.comment_authors.get(index, "github-actions[bot]")
+        author = issue.comment_authors.get(index, self.login)
         return {
             "id": comment_id,
             "node_id": f"IC_{comment_id}",
@@ -734,7 +767,7 @@ def _user_json(login: str, base: str) -> JSON:
     return {
         "login": login,
         "id": zlib.crc32(login.encode()),
-        "type": "User",
+        "type": "Bot" if login.endswith("[bot]") else "User",
         "url": f"{base}/users/{login}",
     }
 

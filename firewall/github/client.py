@@ -42,7 +42,7 @@ from github.Repository import Repository
 
 from firewall.errors import IssueError, PullRequestNotPermitted
 from firewall.github.budget import Budget, BudgetSpent
-from firewall.github.issue_api import IssueView
+from firewall.github.issue_api import CommentView, IssueView
 from firewall.github.issues import DEFAULT_LABEL
 from firewall.github.markers import fit
 from firewall.github.problems import (
@@ -284,8 +284,26 @@ class RestIssues(Session):
         self._issue(number).create_comment(self.outgoing(body))
 
     @_bounded
-    def comment_bodies(self, number: int) -> list[str]:
-        return [comment.body or "" for comment in self._issue(number).get_comments()]
+    def comments(self, number: int) -> list[CommentView]:
+        return [
+            CommentView(author=comment.user.login if comment.user else "", body=comment.body or "")
+            for comment in self._issue(number).get_comments()
+        ]
+
+    @_bounded
+    def whoami(self) -> str | None:
+        try:
+            login = self._client.get_user().login
+        except GithubException as exc:
+            # GitHub refuses `GET /user` to an installation token (an app's, and Actions'
+            # GITHUB_TOKEN) with this 403; every other refusal is one.
+            message = message_of(exc.data).lower()
+            if exc.status == 403 and "not accessible by integration" in message:
+                return None
+            raise
+        if not isinstance(login, str) or not login:
+            raise _Unreadable("no `login` in the answer for the token's own user")
+        return login
 
     @_bounded
     def ensure_labels(self, names: Sequence[str]) -> str | None:
@@ -345,7 +363,9 @@ class GitHubIssues(IssueBook):
         transport: Transport = DEFAULT_TRANSPORT,
         budget: Budget | None = None,
         secrets: Secrets | None = None,
+        scope: str | None = None,
     ) -> None:
+        """``scope``: the configuration's issues (``markers.config_scope``; None the default)."""
         self.rest = RestIssues(
             repository,
             token,
@@ -354,7 +374,7 @@ class GitHubIssues(IssueBook):
             budget=budget,
             secrets=secrets,
         )
-        super().__init__(self.rest, labels)
+        super().__init__(self.rest, labels, scope)
         self.repository = repository
         self.base_url = self.rest.base_url
 
@@ -456,10 +476,12 @@ def from_environment(
     *,
     transport: Transport = DEFAULT_TRANSPORT,
     budget: Budget | None = None,
+    scope: str | None = None,
 ) -> GitHubIssues | None:
     """The tracker for the repository Actions runs in; None without a token and a repository.
 
     ``budget``: the run's, shared by every GitHub client of one command (default: a fresh one).
+    ``scope``: the configuration's issues (``markers.config_scope``; None the default).
     """
     found = _repository_and_token(env)
     if found is None:
@@ -471,6 +493,7 @@ def from_environment(
         transport=transport,
         budget=budget,
         secrets=Secrets.from_env(env),
+        scope=scope,
     )
 
 
@@ -532,6 +555,7 @@ def _view(issue: Issue) -> IssueView:
         repository=moved.group(1) if moved else issue.url,
         pull="/pull/" in issue.html_url,  # `pull_request` would cost a request per issue
         comments=issue.comments,
+        author=issue.user.login if issue.user else "",
         created_at=issue.created_at,
         closed_at=issue.closed_at,
     )

@@ -31,8 +31,18 @@ class IssueView(BaseModel):
     repository: str  # OWNER/NAME it lives in now: another one once transferred
     pull: bool = False
     comments: int = 0
+    author: str = ""  # the login of whoever opened it
     created_at: Timestamp | None = None
     closed_at: Timestamp | None = None
+
+
+class CommentView(BaseModel):
+    """One comment on an issue: who wrote it, and what."""
+
+    model_config = ConfigDict(frozen=True)
+
+    author: str
+    body: str
 
 
 class IssueAPI(Protocol):
@@ -59,7 +69,12 @@ class IssueAPI(Protocol):
 
     def comment(self, number: int, body: str) -> None: ...
 
-    def comment_bodies(self, number: int) -> list[str]: ...
+    def comments(self, number: int) -> list[CommentView]: ...
+
+    def whoami(self) -> str | None:
+        """The login of the token's own identity, if GitHub tells it: a person's token is
+        answered; an installation token (an app's, Actions' ``GITHUB_TOKEN``) is refused,
+        and that is None, not a failure."""
 
     def ensure_labels(self, names: Sequence[str]) -> str | None:
         """Create the missing labels; why GitHub refused to, if it did (not fatal)."""

@@ -1,13 +1,16 @@
 """The markers the firewall leaves in issues, and GitHub's limit on a body's length.
 
 GitHub renders Markdown without its HTML comments, so they carry what the
-firewall reads back: whose issue it is (``<!-- firewall:eval=ID -->``), the
-status block and its state, candidates and dismissals with their numbers,
-the pull request that proposes a change, and why the firewall closed an
-issue. Eval text cannot forge any of them: ``issue_text.neutralise`` breaks
-every ``<!--`` it quotes, and the JSON inside a marker has ``<``, ``>``, ``&``
-and ``@`` escaped, so no value can end the comment (``-->``, ``--!>``) or
-mention anyone.
+firewall reads back: whose issue it is (``<!-- firewall:eval=ID -->``, or
+``<!-- firewall:eval=ID config=SCOPE -->`` for a configuration that is not the
+repository root's, see ``config_scope``), the status block and its state,
+candidates and dismissals with their numbers, the pull request that proposes
+a change, and why the firewall closed an issue. Eval text cannot forge any
+of them: ``issue_text.neutralise`` breaks every ``<!--`` it quotes, and the
+JSON inside a marker has ``<``, ``>``, ``&`` and ``@`` escaped, so no value
+can end the comment (``-->``, ``--!>``) or mention anyone. A person can write
+them by hand, in an issue or comment of their own: ``tracker`` reads them only
+from what the firewall wrote.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -25,7 +29,12 @@ MAX_BODY = 65_536
 JsonMarker = Literal["candidate", "dismissed", "proposed"]
 Closing = Literal["released", "dismissed", "duplicate"]
 
-_EVAL = re.compile(r"^<!-- firewall:eval=([A-Za-z0-9._/-]+) -->$", re.MULTILINE)
+_EVAL = re.compile(
+    r"^<!-- firewall:eval=([A-Za-z0-9._/-]+)(?: config=([A-Za-z0-9._/-]+))? -->$", re.MULTILINE
+)
+_NOT_IN_SCOPE = re.compile(r"[^A-Za-z0-9._/-]")
+ROOT_CONFIGS = ("pyproject.toml", "firewall.toml")
+"""The configuration files at the repository root whose issues have the default scope."""
 _STATUS_BLOCK = re.compile(r"<!-- firewall:status -->.*?<!-- /firewall:status -->", re.DOTALL)
 _STATE = re.compile(r"<!-- firewall:state=([a-z]+) -->")
 _CLOSED = re.compile(r"<!-- firewall:closed=([a-z]+) -->")
@@ -37,13 +46,50 @@ _FENCE = re.compile(r"^ {0,3}(`{3,})")
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def eval_marker(eval_id: str) -> str:
-    return f"<!-- firewall:eval={eval_id} -->"
+def config_scope(config: Path | None, root: Path | None) -> str | None:
+    """The scope of a configuration's issues: None (the default) for the repository root's
+    ``pyproject.toml`` or ``firewall.toml`` (or no file, or no repository), else the file's
+    path relative to the root, e.g. ``services/api/firewall.toml``.
+
+    Two configurations in one repository each keep their own issues, even under one
+    label; the issues of a root configuration keep the marker they had before scopes
+    existed, so a single configuration sees no change.
+    """
+    if config is None or root is None:
+        return None
+    try:
+        relative = config.resolve().relative_to(root.resolve())
+    except ValueError:  # a configuration outside the repository: one scope of its own
+        return scope_name(config.name)
+    if relative.as_posix() in ROOT_CONFIGS:
+        return None
+    return scope_name(relative.as_posix())
 
 
-def marked_eval(body: str) -> str | None:
+def scope_name(text: str) -> str:
+    """``text`` as a marker may hold it: what a marker cannot hold becomes ``-``."""
+    return _NOT_IN_SCOPE.sub("-", text)
+
+
+def eval_marker(eval_id: str, scope: str | None = None) -> str:
+    where = f" config={scope}" if scope else ""
+    return f"<!-- firewall:eval={eval_id}{where} -->"
+
+
+def marked_eval(body: str, scope: str | None = None) -> str | None:
+    """The eval whose issue this body says it is, in ``scope`` (None: the default scope,
+    which a marker without ``config=`` has); None if it is no issue of that scope."""
     match = _EVAL.search(body)
-    return match.group(1) if match else None
+    if match is None or match.group(2) != (scope or None):
+        return None
+    return match.group(1)
+
+
+def with_scope(body: str, scope: str | None) -> str:
+    """The body with its (first) eval marker scoped to ``scope``."""
+    if not scope:
+        return body
+    return _EVAL.sub(lambda m: eval_marker(m.group(1), scope), body, count=1)
 
 
 def has_status(body: str) -> bool:

@@ -64,12 +64,15 @@ def tracker_for(
     no_issues: bool,
     echo: Callable[[str], None],
     budget: Budget | None = None,
+    scope: str | None = None,
 ) -> IssueTracker | None:
     """Which tracker this run uses: none, a recording one (dry run), or GitHub's.
 
     ``budget``: the run's time for GitHub, shared by every tracker of one command
     (default: a fresh one of ``[github] budget`` seconds). Either tracker is handed
     only values without the secrets of ``env`` (``issues.ScrubbedIssues``).
+    ``scope``: which configuration's issues these are (``markers.config_scope``: None for
+    the repository root's), so that two configurations keep apart.
     """
     if not settings.github.issues:
         return None
@@ -82,7 +85,7 @@ def tracker_for(
         from firewall.github.client import from_environment  # PyGithub loads only when needed
 
         budget = budget or Budget(settings.github.budget)
-        tracker = from_environment(settings.github.labels, env, budget=budget)
+        tracker = from_environment(settings.github.labels, env, budget=budget, scope=scope)
     secrets = Secrets.from_env(env)
     return ScrubbedIssues(tracker, secrets) if tracker is not None and secrets else tracker
 

@@ -9,6 +9,29 @@ Failures: the API raises ``IssueError`` for what stops every eval's issue
 (GitHub down, a bad token, a rate limit, issues disabled), and within a
 ``calling(..., eval_id=...)`` block ``IssueGone`` or ``IssueRefused`` for what
 concerns one issue only; ``sync`` turns each into its warning.
+
+**Only what the firewall wrote.** Anyone may open an issue in a public
+repository, put an eval's marker in it and close it as not planned, and anyone
+may comment. An issue is the firewall's only when its author is the token's own
+identity or it carries the firewall's label (the first of ``labels``), which
+only someone with triage access can set: GitHub drops it, silently, from an
+issue anyone else opens. A comment is the firewall's only when its author is
+the token's identity, or the app (a ``[bot]`` login, which no person can have)
+that opened the trusted issue it is on. The token's identity is learnt once a
+run: ``GET /user`` answers a person's token with its login. An installation
+token (Actions' ``GITHUB_TOKEN``, an app's) is refused it, and has no other way
+to ask (``GET /app`` needs the app's own key): its identity is then taken to be
+``github-actions[bot]``, the author of what Actions' token writes. An app's is
+known from what it wrote: the issue this run opens, and every labelled issue of
+this scope opened by a ``[bot]`` (an app that may write issues may label them,
+so an app's issues carry the label; an app is installed by an admin, and no
+outsider can write as one). Any other issue with a marker is ignored, and named
+once in the run's notes; no marker is read from it or from an untrusted comment.
+
+**Scoped.** Each configuration keeps the issues of its own scope
+(``markers.config_scope``): the marker of an issue of another scope is not
+this tracker's, even under the same label, so two configurations in one
+repository neither adopt, update nor close each other's issues.
 """
 
 from __future__ import annotations
@@ -16,12 +39,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from firewall.errors import IssueError, IssueGone, IssueRefused
 from firewall.github import issue_text as text
 from firewall.github.budget import BudgetSpent
-from firewall.github.issue_api import IssueAPI, IssueView
+from firewall.github.issue_api import CommentView, IssueAPI, IssueView
 from firewall.github.issues import (
     DEFAULT_LABEL,
     Candidate,
@@ -39,9 +62,12 @@ from firewall.github.markers import (
     recorded_state,
     replace_marker,
     replace_status,
+    scope_name,
+    with_scope,
 )
 from firewall.lifecycle import Entry, Event
 
+ACTIONS_BOT = "github-actions[bot]"  # who writes with the GITHUB_TOKEN of GitHub Actions
 MAX_OPEN_SCANNED = 1000  # open issues read to find one whose label GitHub dropped
 MAX_CLOSED_SCANNED = 300  # recently closed issues read for "not planned", labelled and not
 
@@ -49,9 +75,13 @@ MAX_CLOSED_SCANNED = 300  # recently closed issues read for "not planned", label
 class IssueBook:
     """The eval issues of one repository, read once a run and kept in step as it goes."""
 
-    def __init__(self, api: IssueAPI, labels: Sequence[str] = (DEFAULT_LABEL,)) -> None:
+    def __init__(
+        self, api: IssueAPI, labels: Sequence[str] = (DEFAULT_LABEL,), scope: str | None = None
+    ) -> None:
+        """``scope``: the configuration's (``markers.config_scope``); None the default one."""
         self.api = api
         self.labels = list(labels) or [DEFAULT_LABEL]
+        self.scope = scope_name(scope) if scope else None
         self.notes: list[str] = []  # what was done only in part, e.g. an owner not assigned
         self.left_closed: dict[str, int] = {}  # eval -> its issue a person closed as not planned
         self._open: dict[str, IssueView] | None = None
@@ -61,6 +91,9 @@ class IssueBook:
         self._labels_ready = False
         self._labels_stick: bool | None = None
         self._warned_labels = False
+        self._own: set[str] | None = None  # the token's identity, lower-case, once learnt
+        self._apps: set[str] = set()  # [bot]s that opened labelled issues of this scope
+        self._ignored: set[int] = set()  # issues with a marker the firewall did not write
 
     # --- the tracker interface
 
@@ -177,10 +210,7 @@ class IssueBook:
                         state="closed", label=label, limit=MAX_CLOSED_SCANNED
                     )
             latest: dict[str, IssueView] = {}
-            for view in closed:
-                eval_id = marked_eval(view.body)
-                if eval_id is None or view.pull:
-                    continue
+            for eval_id, view in self._ours(closed):
                 if eval_id not in latest or _closed_key(view) > _closed_key(latest[eval_id]):
                     latest[eval_id] = view
             self._declined = {
@@ -224,14 +254,16 @@ class IssueBook:
             records = list(read_markers("candidate", view.body, Candidate))
             if not records:
                 continue
+            comments: list[CommentView] = []
             if view.comments:
                 where = f"read the comments of issue #{view.number} for {eval_id}"
                 with (
                     contextlib.suppress(IssueGone, IssueRefused),
                     self._on(where, eval_id, view.number),
                 ):
-                    for comment in self.api.comment_bodies(view.number):
-                        records += read_markers("candidate", comment, Candidate)
+                    comments = self.api.comments(view.number)
+                for comment in self._trusted_comments(view, comments):
+                    records += read_markers("candidate", comment.body, Candidate)
             found[eval_id] = max(records, key=lambda c: c.at)
         return found
 
@@ -308,11 +340,20 @@ class IssueBook:
                 eval_id=eval_id,
                 number=number,
             )
-        if marked_eval(found.body) != eval_id:
+        if marked_eval(found.body, self.scope) != eval_id:
             raise IssueGone(
                 f"issue #{number} is not the firewall's issue for {eval_id} (no marker "
-                f"{eval_marker(eval_id)} in its body); left it alone; the firewall forgets "
-                "its number and finds the eval's issue again by its marker, or opens a new one",
+                f"{eval_marker(eval_id, self.scope)} in its body); left it alone; the firewall "
+                "forgets its number and finds the eval's issue again by its marker, or opens "
+                "a new one",
+                eval_id=eval_id,
+                number=number,
+            )
+        if not self._trusted(found):
+            raise IssueGone(
+                f"issue #{number} carries the marker for {eval_id} but the firewall did not "
+                f"write it ({self._whose(found)}); left it alone; the firewall forgets its "
+                "number and finds the eval's issue again by its marker, or opens a new one",
                 eval_id=eval_id,
                 number=number,
             )
@@ -342,10 +383,8 @@ class IssueBook:
     def _without_twins(self, listed: list[IssueView]) -> dict[str, IssueView]:
         """Open issues by eval; of two or more with one marker the oldest, the others closed."""
         groups: dict[str, list[IssueView]] = {}
-        for view in listed:
-            eval_id = marked_eval(view.body)
-            if eval_id is not None and not view.pull:
-                groups.setdefault(eval_id, []).append(view)
+        for eval_id, view in self._ours(listed):
+            groups.setdefault(eval_id, []).append(view)
         kept: dict[str, IssueView] = {}
         for eval_id, group in groups.items():
             oldest, *twins = sorted(group, key=lambda v: v.number)
@@ -353,6 +392,74 @@ class IssueBook:
             for twin in twins:
                 self._close_twin(eval_id, twin.number, oldest.number)
         return kept
+
+    # --- whose an issue is
+
+    def _ours(self, listed: Iterable[IssueView]) -> list[tuple[str, IssueView]]:
+        """(eval, issue) for each listed issue of this scope that the firewall wrote; those
+        with its marker that it did not write are named once in the notes."""
+        marked = [
+            (eval_id, view)
+            for view in listed
+            if (eval_id := marked_eval(view.body, self.scope)) is not None and not view.pull
+        ]
+        for _, view in marked:  # an app's labelled issues say which app the firewall is
+            if self._labelled(view) and view.author.lower().endswith("[bot]"):
+                self._apps.add(view.author.lower())
+        kept: list[tuple[str, IssueView]] = []
+        ignored: list[str] = []
+        for eval_id, view in marked:
+            if self._trusted(view):
+                kept.append((eval_id, view))
+            elif view.number not in self._ignored:
+                self._ignored.add(view.number)
+                ignored.append(f"#{view.number} ({eval_id}, {self._whose(view)})")
+        if ignored:
+            self.notes.append(
+                f"ignored issue {', '.join(ignored)}: it carries the firewall's marker, but "
+                f"neither the label {self.labels[0]} (which needs triage access) nor the token's "
+                "own author; anyone may open an issue, so the firewall reads markers only "
+                "from issues and comments it wrote"
+            )
+        return kept
+
+    def _trusted(self, view: IssueView) -> bool:
+        """Whether the firewall wrote the issue: it has the label, or the token's author."""
+        if self._labelled(view):
+            return True
+        return bool(view.author) and view.author.lower() in self._identity()
+
+    def _labelled(self, view: IssueView) -> bool:
+        return any(label.lower() == self.labels[0].lower() for label in view.labels)
+
+    def _trusted_comments(self, issue: IssueView, comments: list[CommentView]) -> list[CommentView]:
+        """The comments on a trusted issue that the firewall wrote; the others named once."""
+        app = issue.author.lower() if issue.author.lower().endswith("[bot]") else None
+        kept, others = [], set()
+        for comment in comments:
+            author = comment.author.lower()
+            if author and (author == app or author in self._identity()):
+                kept.append(comment)
+            elif "<!-- firewall:" in comment.body:
+                others.add(comment.author or "an unknown author")
+        if others:
+            self.notes.append(
+                f"ignored the firewall's markers in comments on issue #{issue.number} by "
+                f"{', '.join(sorted(others))}: the firewall reads markers only from comments "
+                "it wrote"
+            )
+        return kept
+
+    def _identity(self) -> set[str]:
+        """The token's own logins, lower-case, learnt once a run (see the module docstring)."""
+        if self._own is None:
+            with self.api.calling("ask GitHub whose token this is (GET /user)"):
+                login = self.api.whoami()
+            self._own = {(login or ACTIONS_BOT).lower()}
+        return self._own | self._apps
+
+    def _whose(self, view: IssueView) -> str:
+        return f"opened by {view.author}" if view.author else "its author unknown"
 
     def _close_twin(self, eval_id: str, twin: int, original: int) -> None:
         action = f"close issue #{twin} for {eval_id} as a duplicate of #{original}"
@@ -371,7 +478,11 @@ class IssueBook:
             if not self._labels_ready:
                 self._label_problem = self.api.ensure_labels(self.labels)
                 self._labels_ready = True
-            created = self.api.create_issue(title, body, self.labels)
+            created = self.api.create_issue(title, with_scope(body, self.scope), self.labels)
+        if created.author and self._own is None:  # what the token writes is the token's
+            self._own = {created.author.lower()}
+        elif created.author:
+            self._apps.add(created.author.lower())
         self._remember(eval_id, created)
         self._check_labels(eval_id, created)
         if owner:
