@@ -19,7 +19,9 @@ the label, then (once a run, and only when an issue would otherwise be
 opened) among every open issue, since GitHub silently drops the labels of a
 token without triage access. Of two or more open issues with one marker (two
 concurrent runs each opened one) the oldest is kept and the others are closed
-as duplicates of it.
+as duplicates of it. Only an issue the firewall wrote counts (its label, or the
+token's own author), and only its own configuration's (the marker's
+``config=SCOPE``, none for the repository root's): see ``tracker``.
 
 **Closed as not planned.** A person who closes an eval's issue as "not
 planned" has decided that the quarantine is not worth tracking. The firewall
