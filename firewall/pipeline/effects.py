@@ -270,9 +270,13 @@ def _tracker(
     budget = github_budget(ctx)
     if budget.spent:  # its one warning said so: the rest of the command's GitHub work waits
         return None
+    from firewall.config import repository_root
     from firewall.errors import IssueError
     from firewall.github import sync
+    from firewall.github.markers import config_scope
 
+    path = ctx.config.path  # two configurations in one repository keep their own issues
+    scope = config_scope(path, repository_root(path.parent) if path else None)
     try:
         return sync.tracker_for(
             ctx.settings,
@@ -281,6 +285,7 @@ def _tracker(
             no_issues=not issues,
             echo=output.note,
             budget=budget,
+            scope=scope,
         )
     except IssueError as exc:
         problems.append(f"{exc}; no issue was opened or updated")

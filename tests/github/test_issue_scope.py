@@ -102,3 +102,40 @@ def test_the_marker_names_the_scope_and_the_root_keeps_the_old_one(tmp_path: Pat
     assert scoped == f"<!-- firewall:eval=e config={GPU} -->"
     assert marked_eval(scoped, GPU) == "e" and marked_eval(scoped) is None
     assert marked_eval(eval_marker("e")) == "e" and marked_eval(eval_marker("e"), GPU) is None
+
+
+def test_two_configurations_of_one_repository_keep_their_issues_through_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The root's configuration and `inspect/firewall.toml` beside it, as the README's two
+    jobs: each `quarantine add` opens its own issue, and a nightly of one closes none of
+    the other's."""
+    from click.testing import CliRunner
+
+    from firewall.cli import main
+
+    (tmp_path / ".git").mkdir()  # the repository's root, for the scope
+    (tmp_path / "inspect").mkdir()
+    for where, eval_id in ((tmp_path, "triage"), (tmp_path / "inspect", "tasks")):
+        (where / "firewall.toml").write_text(
+            f'k = 3\n[[evals]]\nid = "{eval_id}"\ncommand = "echo 0.9"\n'
+        )
+    with GitHubStandIn() as standin:
+        for name, value in {
+            "GITHUB_TOKEN": standin.token,
+            "GITHUB_REPOSITORY": standin.repository,
+            "GITHUB_API_URL": standin.url,
+        }.items():
+            monkeypatch.setenv(name, value)
+        for where, eval_id in ((tmp_path, "triage"), (tmp_path / "inspect", "tasks")):
+            monkeypatch.chdir(where)
+            added = CliRunner().invoke(main, ["quarantine", "add", eval_id, "--reason", "flaky"])
+            assert added.exit_code == 0, added.output
+        bodies = {issue.number: issue.body for issue in standin.open_issues()}
+        assert len(bodies) == 2
+        assert any("config=inspect/firewall.toml" in body for body in bodies.values())
+        for where in (tmp_path, tmp_path / "inspect"):
+            monkeypatch.chdir(where)
+            night = CliRunner().invoke(main, ["nightly"])
+            assert night.exit_code == 0, night.output
+        assert {issue.number for issue in standin.open_issues()} == set(bodies)
