@@ -292,7 +292,7 @@ def test_firewall_gate_decides_the_part(pytester: pytest.Pytester) -> None:
     )
 
 
-DEFAULTS_LINE = "no [tool.firewall] or firewall.toml: deciding with the defaults the probe ran on"
+DEFAULTS_LINE = "no [tool.firewall] or firewall.toml: deciding pytest's tests on the defaults"
 
 
 @pytest.mark.parametrize("pyproject", [None, "[tool.pytest.ini_options]\naddopts = '-ra'\n"])
