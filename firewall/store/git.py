@@ -10,10 +10,10 @@ from __future__ import annotations
 import atexit
 import base64
 import dataclasses
-import functools
 import os
 import signal
 import subprocess
+import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -74,12 +74,18 @@ def bounded(
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
-@functools.cache
+_REAPERS: list[Reaper] = []
+_REAPER_LOCK = threading.Lock()
+
+
 def _reaper() -> Reaper:
-    """One supervisor for every git process of this firewall, started with the first."""
-    reaper = Reaper()
-    atexit.register(reaper.close)
-    return reaper
+    """One supervisor for every git process of this firewall, started with the first
+    (git runs in threads: eight jobs' pushes in a test, the publish stage's)."""
+    with _REAPER_LOCK:
+        if not _REAPERS:
+            _REAPERS.append(Reaper())
+            atexit.register(_REAPERS[0].close)
+        return _REAPERS[0]
 
 
 @dataclasses.dataclass(frozen=True)
