@@ -43,6 +43,7 @@ class RunInfo(BaseModel):
     complete: bool = False
     shard: str | None = None
     partial: list[str] = []  # a gate's `--allow-partial`: what its parts lacked
+    stale: list[str] = []  # a gate's `--allow-stale`: its parts of another commit
 
 
 class Summary(BaseModel):

@@ -97,6 +97,10 @@ class Regression(_Strict):
     max_drop: float = Field(ge=0, le=1)  # the drop of the median that is tolerated
 
 
+# A tag is shown, filtered on and used as a rate limit's name: one line of printable text.
+Tag = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$")]
+
+
 class Gate(_Strict):
     """The per-eval settings that may also be set globally."""
 
@@ -140,7 +144,7 @@ class EvalEntry(Gate):
     # An async Python eval whose trials must not share a process (module-level state):
     # each runs alone, as a synchronous eval's trials do.
     isolate: bool = False
-    tags: list[str] = []
+    tags: list[Tag] = []
     owner: str | None = None
     regression: Regression | None = None
 
@@ -188,8 +192,14 @@ class Nightly(_Strict):
 
 
 # GitHub's own limits on a label's name: not blank, at most 50 characters; a comma would
-# split it in two wherever labels travel as a list in one string (the gh CLI, queries).
-Label = Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[^,]*[^,\s][^,]*$")]
+# split it in two wherever labels travel as a list in one string (the gh CLI, queries),
+# and a line break or another control character would start a line of its own in a
+# report, a log, or a workflow command's text.
+_PRINTABLE = r"[^,\x00-\x1f\x7f]"
+Label = Annotated[
+    str,
+    Field(min_length=1, max_length=50, pattern=rf"^{_PRINTABLE}*[^,\s\x00-\x1f\x7f]{_PRINTABLE}*$"),
+]
 
 
 class GitHub(_Strict):
@@ -230,7 +240,7 @@ class State(_Strict):
 class Limit(_Strict):
     """A provider's rate limit over every eval with ``tag``: one budget they share."""
 
-    tag: str = Field(min_length=1)
+    tag: Tag = Field(min_length=1)
     rate: str = Field(pattern=RATE_PATTERN)
 
 
@@ -502,7 +512,10 @@ _PATTERN_HINTS = {
     "python": 'expected "module:function", e.g. "evals.safety:refusal_rate"',
     "inspect": 'expected "path/to/file.py@task", e.g. "tasks/triage.py@triage"',
     "model": 'expected an Inspect model, "provider/model", e.g. "openai/gpt-4o" (or "none")',
-    "labels": "a label needs a name that is not blank and has no comma",
+    "labels": "a label needs a name that is not blank and has no comma, line break or "
+    "control character",
+    "tags": "a tag is one line: no line break or control character",
+    "tag": "a tag is one line: no line break or control character",
     "remote": 'expected the name of a git remote, e.g. "origin" ("" keeps the history local)',
     "branch": 'expected a git branch name, e.g. "firewall-state"',
 }

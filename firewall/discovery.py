@@ -69,6 +69,19 @@ def _decorated(paths: Sequence[str], config: LoadedConfig, cwd: Path) -> list[Ev
             f"{_relative(config.path, cwd)}: {config.prefix}paths: "
             f"{', '.join(missing)} does not exist (relative to {cwd})"
         )
+    root = cwd.resolve()
+    for path in paths:
+        where = (cwd / path).resolve()
+        if where != root and root not in where.parents:
+            # A decorated eval is `module:function`, imported with the project's root on the
+            # import path (contract §3) and named by its file in the project: a file outside
+            # has no module name there, for the worker, a replay or a report.
+            beyond = f" (a link to {where})" if (cwd / path).is_symlink() else ""
+            raise ConfigError(
+                f"{_relative(config.path, cwd)}: {config.prefix}paths: {path}{beyond} is "
+                f"outside the project ({root}): evals are imported from the project's root; "
+                "move or copy them under it, or run the firewall from a directory that holds both"
+            )
     proc = subprocess.run(
         worker_command("--discover", *paths),
         cwd=cwd,

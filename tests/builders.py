@@ -23,6 +23,7 @@ from firewall.config import Budgets
 from firewall.diagnostics import CaseFlip, Cause, Hint, ValueCount
 from firewall.errors import ExitCode
 from firewall.policy import Check, Status
+from firewall.runner.seeds import trial_seed
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec, Source
 from firewall.stats import Stats
@@ -92,6 +93,15 @@ def error_trial(message: str = "judge unavailable", *, index: int = 0) -> TrialR
 def trials(scores: Iterable[float], **extra: Any) -> list[TrialRecord]:
     """One trial per score, indexed in order."""
     return [trial(score, index=index, **extra) for index, score in enumerate(scores)]
+
+
+def seeded(records: Iterable[TrialRecord], eval_id: str, base_seed: int) -> list[TrialRecord]:
+    """The trials with the seeds ``base_seed`` derives for ``eval_id`` (contract §3), as a
+    probe part's must be for `firewall gate` to take them."""
+    return [
+        record.model_copy(update={"seed": trial_seed(base_seed, eval_id, record.index)})
+        for record in records
+    ]
 
 
 def with_metrics(records: Sequence[TrialRecord], **series: Sequence[float]) -> list[TrialRecord]:

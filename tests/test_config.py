@@ -631,3 +631,29 @@ def test_an_eval_k_above_the_default_max_k_raises_its_max_k() -> None:
     settings = parse_settings({"evals": [{"id": "e", "command": "true", "k": 40}]}, source="f")
 
     assert settings.evals[0].k == 40 and settings.max_k == 15
+
+
+@pytest.mark.parametrize("bad", ["flaky\neval", "flaky\r", "\x1b[31mred", "tab\there"])
+def test_a_label_is_one_line_of_printable_text(bad: str) -> None:
+    message = config_error({"github": {"labels": ["flaky-eval", bad]}})
+    assert message.startswith("firewall.toml: github.labels[1]: ")
+    assert "line break or control character" in message
+
+
+@pytest.mark.parametrize("bad", ["smoke\n::error::forged", "\x1b[2J", "nul\x00"])
+def test_a_tag_is_one_line_of_printable_text(bad: str) -> None:
+    entry = {"id": "triage", "command": "true", "tags": ["smoke", bad]}
+    message = config_error({"evals": [entry]})
+    assert message == (
+        "firewall.toml: evals[0] (id 'triage').tags[1]: a tag is one line: no line break or "
+        f"control character (got {bad!r})"
+    )
+    limit = config_error({"limits": [{"tag": bad, "rate": "1/s"}]})
+    assert limit.startswith("firewall.toml: limits[0].tag: a tag is one line")
+
+
+def test_a_decorated_evals_tags_are_one_line_too() -> None:
+    from firewall.config import parse_eval_options
+
+    with pytest.raises(ConfigError, match=r"@firewall.eval tags\[0\]: a tag is one line"):
+        parse_eval_options({"python": "m:f", "tags": ["a\nb"]}, source="evals/m.py:3")

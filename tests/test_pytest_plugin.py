@@ -292,7 +292,7 @@ def test_firewall_gate_decides_the_part(pytester: pytest.Pytester) -> None:
     )
 
 
-DEFAULTS_LINE = "no [tool.firewall] or firewall.toml: deciding with the defaults the probe ran on"
+DEFAULTS_LINE = "no [tool.firewall] or firewall.toml: deciding pytest's tests on the defaults"
 
 
 @pytest.mark.parametrize("pyproject", [None, "[tool.pytest.ini_options]\naddopts = '-ra'\n"])
@@ -654,3 +654,38 @@ def test_a_quarantine_made_through_a_junit_suite_holds_in_pytest_firewall(
     result.assert_outcomes(passed=2, xfailed=1)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["test_doors.py::test_flaky failed, not counted: quarantined: *"])
+
+
+FORGER = """
+def test_forges():
+    print("::error::forged-print")
+    assert False, "##[error]forged-legacy\\n::warning::forged-message"
+"""
+
+
+@pytest.mark.parametrize(
+    "mode", [("--firewall",), ("--firewall-k", "3", "--firewall-out", "p.json")]
+)
+def test_pytests_own_report_issues_no_workflow_command_in_actions(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: tuple[str, ...]
+) -> None:
+    """What a failing test says (its message, what it printed) reaches the job's log as text."""
+    import actions_parser
+
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    pytester.makepyfile(test_suite=FORGER)
+
+    result = pytester.runpytest_subprocess(*mode, "-rA")
+
+    output = result.stdout.str() + "\n" + result.stderr.str()
+    assert "forged-print" in output and "forged-legacy" in output and "forged-message" in output
+    acted = actions_parser.commands(output)
+    assert [command.name for command in acted] == ["stop-commands", acted[1].name]
+    assert acted[1].name == acted[0].data  # only the firewall's own stop, and its resumption
+    assert result.stdout.lines[-1] == f"::{acted[0].data}::"
+
+
+def test_outside_actions_pytests_report_is_left_as_it_is(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=FORGER)
+    result = pytester.runpytest_subprocess("--firewall")
+    assert "stop-commands" not in result.stdout.str()

@@ -13,6 +13,7 @@ import datetime as dt
 import html.parser
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -82,6 +83,7 @@ CORPUS = [
     "\n\n::notice::forged after blank lines",
 ]
 HOSTILE = "\n".join(CORPUS)
+ONE_LINE = [line for line in CORPUS if not re.search(r"[\x00-\x1f\x7f]", line)]
 """Every forgery at the start of a line and, where it has a prefix, in the middle of one."""
 
 
@@ -319,7 +321,8 @@ def write_project(root: Path) -> None:
     for eval_id, mode in [*MODES.items(), ("drifter", "drift")]:
         command = f"{python} forge.py {mode} {{trial}}"
         config += f'[[evals]]\nid = "{eval_id}"\ncommand = {toml(command)}\n'
-        config += f"tags = [{toml(HOSTILE)}]\n"
+        # A tag is one line of printable text (the config refuses others): each such forgery.
+        config += f"tags = [{', '.join(toml(line) for line in ONE_LINE)}]\n"
     config += '[[evals]]\nid = "raiser"\npython = "forge:raise_it"\n'
     (root / "firewall.toml").write_text(config)
 

@@ -26,6 +26,12 @@ from firewall.pipeline.run import gate as gate_pipeline
     help="Decide the parts given even if a shard is missing or their base seeds differ "
     "(the report and the summary say what was missing).",
 )
+@click.option(
+    "--allow-stale",
+    is_flag=True,
+    help="Decide parts probed on another commit than the checkout's (GITHUB_SHA, else "
+    "git's HEAD); the report says which.",
+)
 def gate(
     parts: tuple[Path, ...],
     config_path: Path | None,
@@ -35,6 +41,7 @@ def gate(
     fmt: str,
     verbose: bool,
     allow_partial: bool,
+    allow_stale: bool,
 ) -> None:
     """Decide the evals probed in PARTS (from `firewall probe --out`), as `run` would.
 
@@ -44,17 +51,22 @@ def gate(
     `firewall run`; a part that was interrupted makes the gate's result
     incomplete (exit 130).
 
-    A project without a configuration (a pytest suite probed by `pytest
-    --firewall-k`, which ran on the defaults) is decided on the defaults too: each
-    part carries the specs, thresholds included, that it was probed with.
+    Every eval is decided on this checkout's configuration, not on the settings a
+    part carries: an eval the configuration does not know is exit 2 (with
+    --allow-partial, left undecided and said so), a trial whose seed does not derive
+    from its part's base seed is exit 2, and so is a part probed on another commit
+    unless --allow-stale. A test probed by `pytest --firewall-k` is held to the
+    configuration's global settings, or to the defaults in a project without one.
     """
-    ctx = context.load(config_path, with_evals=False, dry_run=dry_run, or_defaults=True)
+    ctx = context.load(config_path, dry_run=dry_run, or_defaults=True)
     if ctx.config.path is None:
-        output.note(
-            "no [tool.firewall] or firewall.toml: deciding with the defaults the probe ran on"
-        )
+        output.note("no [tool.firewall] or firewall.toml: deciding pytest's tests on the defaults")
     options = RunOptions(
-        dry_run=dry_run, report=report, issues=not no_issues, allow_partial=allow_partial
+        dry_run=dry_run,
+        report=report,
+        issues=not no_issues,
+        allow_partial=allow_partial,
+        allow_stale=allow_stale,
     )
     present = render.run_result(fmt, verbose=verbose, registry=ctx.settings.registry)
     result = gate_pipeline(ctx, parts, options, present=present)

@@ -25,6 +25,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from firewall.store.git import bounded
+
 _TRUE = ("1", "true", "yes")
 _PULL_REF = re.compile(r"^refs/pull/(\d+)/")
 
@@ -176,12 +178,9 @@ def _api_default(env: Mapping[str, str], why_not: str) -> tuple[str | None, str]
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
-        proc = subprocess.run(
+        proc = bounded(  # `ls-remote` asks the remote: its transport must not outlive it
             ["git", "-C", str(cwd), *args],
-            capture_output=True,
-            text=True,
             timeout=10,
-            check=False,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
     except (OSError, subprocess.TimeoutExpired):

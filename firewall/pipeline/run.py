@@ -27,7 +27,7 @@ from firewall.errors import (
     RegistryError,
     WriteError,
 )
-from firewall.pipeline import effects, suites, verdict
+from firewall.pipeline import effects, suites, trust, verdict
 from firewall.pipeline.context import Context
 from firewall.pipeline.stages import Progress, conclude, plan, probe
 from firewall.policy import Status
@@ -52,6 +52,7 @@ class RunOptions:
     report: Path | None = None  # None: the config's `report`
     issues: bool = True  # False: --no-issues
     allow_partial: bool = False  # gate: decide parts with a shard missing or mixed seeds
+    allow_stale: bool = False  # gate: decide parts probed on another commit than the checkout's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +110,23 @@ def run(
 def gate(
     ctx: Context, paths: Sequence[Path], options: RunOptions, *, present: Present | None = None
 ) -> RunResult:
-    """`firewall gate`: merge probe parts, decide, record, present, publish."""
+    """`firewall gate`: merge probe parts, decide them on the configuration, record, present,
+    publish. A part is evidence of trials, not of settings (``firewall.pipeline.trust``)."""
     ctx.dry_run(options.dry_run)
-    parts = load_parts(paths, allow_partial=options.allow_partial)
-    unvouched(ctx, [spec for part in parts for spec in part.specs])
+    vouched = trust.vouch(
+        paths,
+        load_parts(paths, allow_partial=options.allow_partial),
+        ctx.specs,
+        ctx.settings,
+        head=ctx.git.sha,
+        allow_partial=options.allow_partial,
+        allow_stale=options.allow_stale,
+    )
+    for overridden in vouched.overridden:
+        ctx.notice(f"{overridden}: decided on the configuration's")
+    parts = vouched.parts
+    specs = [spec for part in parts for spec in part.specs]
+    unvouched(ctx, specs)
     artefact = conclude(
         parts,
         ctx.entries(),
@@ -121,11 +135,11 @@ def gate(
         # A plugin's part: a test quarantined as one of these suites' cases is honoured.
         suites=[e.id for e in ctx.settings.evals if e.result == "junit"],
     )
-    if lacks := gaps(paths, parts):
-        artefact = artefact.model_copy(
-            update={"run": artefact.run.model_copy(update={"partial": lacks})}
-        )
-    artefact, _ = against_default_branch(ctx, artefact, [s for part in parts for s in part.specs])
+    lacks = [*gaps(paths, parts), *vouched.unknown]
+    if lacks or vouched.stale:
+        run = artefact.run.model_copy(update={"partial": lacks, "stale": vouched.stale})
+        artefact = artefact.model_copy(update={"run": run})
+    artefact, _ = against_default_branch(ctx, artefact, specs)
     return _finish(ctx, artefact, options, present)
 
 

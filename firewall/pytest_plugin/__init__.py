@@ -14,7 +14,8 @@
                                    `firewall replay SUITE/ID` sets for a pytest suite's command
 
 Test ids are ``firewall.testids``'s mapping of pytest node ids. ``--firewall`` lives
-in ``quarantine.py``, ``--firewall-k`` in ``probe.py``.
+in ``quarantine.py``, ``--firewall-k`` in ``probe.py``; in a GitHub job either keeps
+pytest's own report from issuing workflow commands (``commands.py``).
 
 Without one of its options the plugin changes nothing: it reads no file, registers
 no hook beyond its options, and imports nothing heavier than ``items.py``, so that
@@ -101,6 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         config.stash[SEEDS] = Seeds(replay=replay)
         config.pluginmanager.register(Replay(replay), "firewall-replay")
+    if (option.firewall or k is not None) and os.environ.get("GITHUB_ACTIONS") == "true":
+        from firewall.pytest_plugin.commands import StopCommands
+
+        config.pluginmanager.register(StopCommands(), "firewall-stop-commands")
     if not option.firewall and k is None:
         return  # nothing more asked: no configuration read, no registry
     from firewall.pytest_plugin.project import load_project

@@ -45,14 +45,14 @@ from firewall.pytest_plugin.project import Project
 from firewall.runner.seeds import BaseSeed, trial_seed
 from firewall.runner.trial import TrialRecord, error_record, record_from_payload
 from firewall.spec import EvalSpec, Source
-from firewall.store.parts import Probed
+from firewall.store.parts import PLUGIN_MIN_K as MIN_K
+from firewall.store.parts import Probed, plugin_spec
 from firewall.testids import from_nodeid
 from firewall.text import one_line
 from firewall.timeutil import now
 
 DEFAULT_OUT = "firewall-probe.json"
 _MESSAGE_CHARS = 500
-MIN_K = 3  # as the configuration's k
 _CONFLICTS: tuple[tuple[str, str, tuple[object, ...], str], ...] = (
     # Options that would break a probe: the option, its dest, its values when off, and why.
     ("--firewall-replay", "firewall_replay", (None,), "a replay is one trial, a probe K"),
@@ -103,11 +103,6 @@ def _failure(report: pytest.TestReport) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
     lines = str(crash.message).splitlines() if crash is not None else []
     return lines[0].strip()[:_MESSAGE_CHARS] if lines and lines[0].strip() else _message(report)
-
-
-def replay_command(nodeid: str) -> str:
-    """The command that runs one trial of the test again, as a command eval would."""
-    return f"python -m pytest --firewall-replay {{seed}} {shlex.quote(nodeid)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,26 +270,11 @@ class Probe:
         )
 
     def spec(self, eval_id: str, done: Done) -> EvalSpec:
-        """The test as an eval: a plain test command with the configuration's global settings."""
-        settings = self.settings
+        """The test as an eval: what `firewall gate` builds again from its own configuration."""
         file, line, _ = done.location
-        return EvalSpec(
-            id=eval_id,
-            kind="command",
-            target=replay_command(done.trial.nodeid),
-            result="exit-code",
-            identity="nodeid",  # the same test as a pytest suite's case of it (testids)
-            k=self.k,
-            threshold=settings.threshold,
-            flakiness=settings.flakiness,
-            outlier_fence=settings.outlier_fence,
-            timeout=settings.timeout,
-            max_errors=settings.max_errors,
-            min_scored=settings.min_scored,
-            adaptive=False,  # K trials were parametrized at collection: the fixed-K rule
-            max_k=self.k,
-            pass_score=settings.threshold,
-            source=Source(file=file, line=None if line is None else line + 1),
+        source = Source(file=file, line=None if line is None else line + 1)
+        return plugin_spec(
+            eval_id, done.trial.nodeid, k=self.k, settings=self.settings, source=source
         )
 
     def record(self, done: Done) -> TrialRecord:

@@ -203,6 +203,8 @@ def _run_line(artefact: Artefact) -> str:
         parts.append(f"shard {cell(run.shard, ID_LIMIT)}")
     if run.partial:
         parts.append(f"**partial** ({cell('; '.join(run.partial))})")
+    if run.stale:
+        parts.append(f"**another commit's parts** ({cell('; '.join(run.stale))})")
     if note := adaptivity(artefact):
         parts.append(f"{artefact.summary.trials} trials ({note})")
     parts.append(f"exit code {artefact.summary.exit_code}")

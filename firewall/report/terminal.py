@@ -302,6 +302,8 @@ def closing_lines(
     lines = [summary_line(artefact)]
     if artefact.run.partial:
         lines.append(f"partial gate (--allow-partial): {'; '.join(artefact.run.partial)}")
+    if artefact.run.stale:
+        lines.append(f"another commit's parts (--allow-stale): {'; '.join(artefact.run.stale)}")
     if note := adaptivity(artefact):
         lines.append(f"{note}: {artefact.summary.trials} run, k planned {artefact.summary.planned}")
     lines += [

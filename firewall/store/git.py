@@ -7,13 +7,19 @@ so the job's work tree and index are never touched.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import dataclasses
 import os
+import signal
 import subprocess
+import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import AnyStr
+
+from firewall.runner.reaper import MARKER, Reaper
 
 GIT_TIMEOUT_S = 60.0
 IDENTITY = {
@@ -28,10 +34,65 @@ class StateError(Exception):
     """A git command on one of the firewall's branches failed; the message says which and why."""
 
 
+def bounded(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    timeout: float,
+    stdin: AnyStr | None = None,
+    text: bool = True,
+) -> subprocess.CompletedProcess[AnyStr]:
+    """``subprocess.run`` for git, whose remote may hang: nothing it started outlives it.
+
+    Git talks to a remote through processes of its own (``ssh``, ``git-remote-https``, an
+    ``ext::`` command), which a timeout that kills git alone would leave running, holding
+    the connection. So git leads a process group of its own, and the whole group is
+    killed on a timeout or on anything else that ends the wait (a Ctrl-C). If the
+    firewall itself is killed (SIGKILL, a CI job's timeout), the group is no longer
+    anyone's to kill: every git process carries the mark of a supervisor that
+    outlives the firewall (``firewall.runner.reaper``), which kills them then.
+    """
+    with subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, MARKER: str(_reaper().scratch)},
+        text=text,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        except BaseException:
+            # Not yet reaped, so the group's id is still this git's and no one else's.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+_REAPERS: list[Reaper] = []
+_REAPER_LOCK = threading.Lock()
+
+
+def _reaper() -> Reaper:
+    """One supervisor for every git process of this firewall, started with the first
+    (git runs in threads: eight jobs' pushes in a test, the publish stage's)."""
+    with _REAPER_LOCK:
+        if not _REAPERS:
+            _REAPERS.append(Reaper())
+            atexit.register(_REAPERS[0].close)
+        return _REAPERS[0]
+
+
 @dataclasses.dataclass(frozen=True)
 class Git:
     cwd: Path
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    timeout: float = GIT_TIMEOUT_S
 
     def run(
         self,
@@ -41,14 +102,11 @@ class Git:
     ) -> subprocess.CompletedProcess[str]:
         """Git's answer, whatever it is (the caller reads the exit status)."""
         try:
-            return subprocess.run(
+            return bounded(
                 ["git", "-C", str(self.cwd), *args],
-                input=stdin,
-                capture_output=True,
-                text=True,
+                stdin=stdin,
                 env=self.environment(extra_env),
-                timeout=GIT_TIMEOUT_S,
-                check=False,
+                timeout=self.timeout,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise StateError(f"git {args[0]} could not run: {exc}") from None
@@ -56,13 +114,12 @@ class Git:
     def batch(self, request: bytes) -> bytes:
         """``git cat-file --batch``: many objects' contents from one process."""
         try:
-            proc = subprocess.run(
+            proc = bounded(
                 ["git", "-C", str(self.cwd), "cat-file", "--batch"],
-                input=request,
-                capture_output=True,
+                stdin=request,
                 env=self.environment(None),
-                timeout=GIT_TIMEOUT_S,
-                check=False,
+                timeout=self.timeout,
+                text=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise StateError(f"git cat-file could not run: {exc}") from None

@@ -3,25 +3,39 @@
 `firewall probe --shard I/N --out part-I.json` runs the trials of shard I and
 writes them as a ``Probed`` part; `firewall gate part-*.json` reads the parts
 back, each eval in one part only, and decides as `firewall run` would.
+
+A part is evidence, not authority: the gate decides every eval on the
+configuration's settings (``firewall.pipeline.trust``), so a part can say which
+trials ran and what they scored, never what they are held to. What can be
+checked of the evidence itself is checked here: every trial's seed derives from
+the part's base seed (contract §3), and the part was probed on the commit under
+gate. The specs the pytest plugin writes (``plugin_spec``) are built here too, so
+that the gate can build the same spec from its own configuration.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall.config import MAX_K, Settings
 from firewall.discovery import Shard
 from firewall.errors import ArtefactError
+from firewall.runner.seeds import trial_seed
 from firewall.runner.trial import TrialRecord
-from firewall.spec import EvalSpec
+from firewall.spec import EvalSpec, Source
 from firewall.store.atomic import write_atomic
 from firewall.store.jsonfile import read_versioned
+from firewall.testids import from_nodeid
 from firewall.timeutil import Timestamp
 
 PART_SCHEMA_VERSION = 1
+PLUGIN_MIN_K = 3  # `pytest --firewall-k`'s least K, as the configuration's k
+_REPLAY = "python -m pytest --firewall-replay {seed} "
 
 
 class Probed(BaseModel):
@@ -103,3 +117,96 @@ def gaps(paths: Sequence[Path], parts: Sequence[Probed]) -> list[str]:
         )
         problems.append(f"the parts ran with different base seeds ({each})")
     return problems
+
+
+def underived(part: Probed, spec: EvalSpec) -> str | None:
+    """Why the trials of ``spec`` in ``part`` are not the ones its base seed makes, or None.
+
+    Trial ``i`` of eval ``E`` has the seed ``trial_seed(B, E, i)`` (a suite's case: its
+    suite's, since one command run serves every case), each index once and below the
+    eval's ``max_k``: a trial that is not so was not run by this probe as it says.
+    """
+    seeded = spec.suite or spec.id
+    seen: set[int] = set()
+    for record in part.trials.get(spec.id, []):
+        if record.index in seen:
+            return f"trial {record.index} is there twice"
+        seen.add(record.index)
+        if not 0 <= record.index < spec.max_k:
+            return f"trial {record.index} is outside the eval's {spec.max_k} trials (max_k)"
+        expected = trial_seed(part.base_seed, seeded, record.index)
+        if record.seed != expected:
+            return (
+                f"trial {record.index} has the seed {record.seed}, not the {expected} that the "
+                f"base seed {part.base_seed} gives it"
+            )
+    return None
+
+
+def off_commit(paths: Sequence[Path], parts: Sequence[Probed], head: str | None) -> list[str]:
+    """The parts probed on another commit than ``head`` (the checkout's), each said once.
+    Without a commit of its own (no git, no ``GITHUB_SHA``) nothing can be compared."""
+    if head is None:
+        return []
+    return [
+        f"{path} was probed at {part.git_sha[:12] if part.git_sha else 'an unknown commit'}, "
+        f"not at the checkout's {head[:12]}"
+        for path, part in zip(paths, parts, strict=True)
+        if part.git_sha != head
+    ]
+
+
+def replay_command(nodeid: str) -> str:
+    """The command that runs one trial of a pytest test again, as a command eval would."""
+    return _REPLAY + shlex.quote(nodeid)
+
+
+def plugin_nodeid(spec: EvalSpec) -> str | None:
+    """The pytest node id of a spec the plugin wrote (``plugin_spec``), or None when the
+    spec is not one: the gate builds such a spec from its own configuration instead."""
+    if (spec.kind, spec.result, spec.identity, spec.suite) != (
+        "command",
+        "exit-code",
+        "nodeid",
+        None,
+    ):
+        return None
+    if not spec.target.startswith(_REPLAY):
+        return None
+    try:
+        words = shlex.split(spec.target[len(_REPLAY) :])
+    except ValueError:
+        return None
+    if len(words) != 1 or replay_command(words[0]) != spec.target:
+        return None
+    try:
+        return words[0] if from_nodeid(words[0]) == spec.id else None
+    except ValueError:
+        return None
+
+
+def plugin_spec(
+    eval_id: str, nodeid: str, *, k: int, settings: Settings, source: Source
+) -> EvalSpec:
+    """A pytest test probed by `pytest --firewall-k K` as an eval: a plain test command held
+    to the configuration's global settings, at the K the command line chose."""
+    if not PLUGIN_MIN_K <= k <= MAX_K:
+        raise ValueError(f"expected {PLUGIN_MIN_K} to {MAX_K} trials, got {k}")
+    return EvalSpec(
+        id=eval_id,
+        kind="command",
+        target=replay_command(nodeid),
+        result="exit-code",
+        identity="nodeid",  # the same test as a pytest suite's case of it (testids)
+        k=k,
+        threshold=settings.threshold,
+        flakiness=settings.flakiness,
+        outlier_fence=settings.outlier_fence,
+        timeout=settings.timeout,
+        max_errors=settings.max_errors,
+        min_scored=settings.min_scored,
+        adaptive=False,  # K trials were parametrized at collection: the fixed-K rule
+        max_k=k,
+        pass_score=settings.threshold,
+        source=source,
+    )

@@ -9,7 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from builders import invoke_split, make_spec, trials
+from builders import invoke_split, make_spec, seeded, trials
 
 from firewall.runner.seeds import trial_seed
 from firewall.store.parts import Probed
@@ -82,7 +82,7 @@ def test_nightly_seed_that_is_neither_is_a_usage_error_naming_random(project: Pa
 def test_gate_of_an_incomplete_part_exits_130_and_changes_only_the_artefact(
     project: Path,
 ) -> None:
-    (project / "firewall.toml").write_text("", encoding="utf-8")
+    write_config(project, {"wobbly": "true", "cut": "true"}, header="")
     # A complete probe of "wobbly" would quarantine it; the part as a whole was cut short.
     part = Probed(
         base_seed=7,
@@ -90,7 +90,10 @@ def test_gate_of_an_incomplete_part_exits_130_and_changes_only_the_artefact(
         finished_at=now(),
         complete=False,
         specs=[make_spec(id="wobbly", k=4), make_spec(id="cut", k=5)],
-        trials={"wobbly": trials([0.9, 0.1, 0.9, 0.1]), "cut": trials([0.9, 0.9])},
+        trials={
+            "wobbly": seeded(trials([0.9, 0.1, 0.9, 0.1]), "wobbly", 7),
+            "cut": seeded(trials([0.9, 0.9]), "cut", 7),
+        },
     )
     part.write(project / "part.json")
     history = project / ".firewall" / "history.jsonl"

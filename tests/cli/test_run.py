@@ -116,6 +116,7 @@ def test_artefact_has_the_contract_shape(project: Path) -> None:
         "complete",
         "shard",
         "partial",
+        "stale",
     }
     assert artefact["run"]["started_at"].endswith("Z") and artefact["run"]["base_seed"] == 7
     evaluation = artefact["evals"][0]
