@@ -22,6 +22,7 @@ import dataclasses
 import datetime as dt
 import functools
 import random
+import re
 import subprocess
 import tempfile
 import time
@@ -279,7 +280,7 @@ def _refused(stderr: str) -> str | None:
             f"{said}: the branch is protected by a branch protection rule or a ruleset; "
             "exempt the state branch from it (the firewall alone writes it)"
         )
-    if said := _line_with(stderr, ("permission", "403", "write access")):
+    if said := _line_with(stderr, ("permission", r"\b403\b", "write access")):
         return (
             f"{said}: the job's token may not push; give the workflow "
             "`permissions: contents: write` (and keep persist-credentials on in actions/checkout)"
@@ -290,9 +291,11 @@ def _refused(stderr: str) -> str | None:
 
 
 def _line_with(stderr: str, signs: Sequence[str]) -> str | None:
-    """The first line of git's answer that carries one of ``signs``, without git's prefixes."""
+    """The first line of git's answer that carries one of ``signs`` (regular expressions),
+    without git's prefixes. A status is a word of its own: the commit named on the line of a
+    lost race (``! [rejected] 781c403b... (fetch first)``) is no 403."""
     for line in stderr.splitlines():
-        if any(sign in line.lower() for sign in signs):
+        if any(re.search(sign, line.lower()) for sign in signs):
             text = line.strip()
             for prefix in ("remote:", "error:", "fatal:"):
                 text = text.removeprefix(prefix).strip()

@@ -297,3 +297,72 @@ def test_the_state_branch_uses_the_checkouts_credentials_else_the_steps_token(
     assert "AUTHORIZATION: basic" in " ".join(header.values())
     git(repo, "config", "--local", "http.https://github.example/.extraheader", "AUTHORIZATION: x")
     assert GitState(repo, "origin", BRANCH, env=env)._auth == {}
+
+
+# One CI job of a sharded matrix: fetch the tip, wait for the others, push one run.
+_JOB = """
+import datetime as dt, sys, time
+from pathlib import Path
+from firewall.store.gitstate import GitState
+from firewall.store.history import HistoryRow
+clone, run_id, go, evals = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+state = GitState(clone, "origin", "firewall-state")
+state.rows()
+while not go.exists():
+    time.sleep(0.01)
+stamp = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+state.push([HistoryRow(eval_id=f"e{i}", run_id=run_id, mode="run", status="pass", k=7,
+                       build_ts=stamp, median=0.8) for i in range(evals)])
+"""
+
+
+@pytest.mark.parametrize("jobs", [16])  # 64: benchmarks/state.py --jobs 64
+def test_a_sharded_matrix_pushing_at_once_keeps_every_run(
+    origin: Path, tmp_path: Path, jobs: int
+) -> None:
+    """Sixteen processes, each a job on a clone of its own, push one run at the same moment:
+    every run lands (a user's matrix kept 24 rows of 48 when a push had five tries)."""
+    import os
+    import sys
+
+    evals = 3
+    go = tmp_path / "go"
+    # A push to GitHub takes a second or two, and the race is lost in that time: the
+    # origin's hook makes each push take a while, as a remote across a network does.
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 0.3\n")
+    hook.chmod(0o755)
+    clones = [fresh_clone(origin, tmp_path / f"job-{n}") for n in range(jobs)]
+    env = {**os.environ, **GIT_ENV, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _JOB, str(clone), f"run{n:02d}", str(go), str(evals)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n, clone in enumerate(clones)
+    ]
+    go.touch()
+    answers = [proc.communicate(timeout=300) for proc in procs]
+    failures = [err for proc, (_, err) in zip(procs, answers, strict=True) if proc.returncode]
+    assert failures == [], failures[0][-1500:] if failures else ""
+    kept = state_in(origin, tmp_path / "reader").rows()
+    assert len(kept) == jobs * evals
+    assert len({row.run_id for row in kept}) == jobs
+
+
+def test_a_lost_race_naming_a_commit_with_403_in_it_is_no_refusal() -> None:
+    """One push in a few hundred names a commit whose hash holds "403": that is a race to
+    retry, not a token without write access (it failed a job of a sixteen-job matrix)."""
+    from firewall.store.gitstate import _lost_a_race, _refused
+
+    stderr = (
+        "To /srv/origin.git\n"
+        " ! [rejected]        781c403b136dc6944de86b2e4e0c3b4e7a2215f1 -> firewall-state "
+        "(fetch first)\n"
+        "error: failed to push some refs to '/srv/origin.git'\n"
+    )
+    assert _refused(stderr) is None and _lost_a_race(stderr)
+    assert _refused("remote: HTTP 403\nfatal: unable to access") is not None
