@@ -366,3 +366,35 @@ def test_a_lost_race_naming_a_commit_with_403_in_it_is_no_refusal() -> None:
     )
     assert _refused(stderr) is None and _lost_a_race(stderr)
     assert _refused("remote: HTTP 403\nfatal: unable to access") is not None
+
+
+def test_a_reader_reads_only_the_files_of_its_window(
+    origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI command asks for two weeks, the status of the last run, or progress.json: it reads
+    those files, never the year behind them (a million rows took a minute and a gigabyte)."""
+    from firewall.store.git import Git
+
+    writer = state_in(origin, tmp_path / "writer")
+    for day in (300, 200, 100, 40, 30, 20, 10, 2, 1):
+        writer.push(rows(f"d{day}", days_ago=day))
+    writer.push([], files={"progress.json": "{}\n"})
+    read: list[str] = []
+    batch = Git.batch
+
+    def counted(self: Git, request: bytes) -> bytes:
+        read.extend(request.decode().split())
+        return batch(self, request)
+
+    monkeypatch.setattr(Git, "batch", counted)
+    reader = state_in(origin, tmp_path / "reader")
+    assert reader.read_text("progress.json") == "{}\n"
+    assert len(read) == 1, "progress.json alone"
+    window = reader.rows(since=to_text(NOW - dt.timedelta(days=14)))
+    assert {row.run_id for row in window} == {"d10", "d2", "d1"}
+    # the runs of the window and the one rollup week that reaches into it, if any
+    assert len(read) - 1 <= 3 + 1
+    assert [row.run_id for row in reader.last_run()] == ["d1"] * 3
+    read.clear()
+    reader.push(rows("today"))
+    assert read == [], "a push reads no rows"
