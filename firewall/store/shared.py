@@ -34,6 +34,7 @@ class SharedHistory:
     notice: Callable[[str], None]
     keep_days: int | None = RAW_DAYS  # runs older than this are rolled up when writing
     _unreachable: bool = dataclasses.field(default=False, repr=False)
+    _said: set[str] = dataclasses.field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         if self.state.notice is None:  # lines of the branch that cannot be read are said here
@@ -76,12 +77,13 @@ class SharedHistory:
 
     def progress(self) -> dict[str, Progress] | None:
         """The nightly's progress per quarantined eval, or None when the branch has none."""
-        return PROGRESS.parse(self._read(PROGRESS.path, "the reviewed registry stands as it is"))
+        text = self._read(PROGRESS.path, "the reviewed registry stands as it is")
+        return self._parsed(PROGRESS, text, "the reviewed registry stands as it is")
 
     def candidates(self) -> dict[str, Candidate]:
         """The candidates pull requests recorded on the branch, and not yet settled."""
-        text = self._read(CANDIDATES.path, "the candidates on the branch wait for the next run")
-        return CANDIDATES.parse(text) or {}
+        why = "the candidates on the branch wait for the next run"
+        return self._parsed(CANDIDATES, self._read(CANDIDATES.path, why), why) or {}
 
     def change_progress(
         self, changes: Mapping[str, Callable[[Progress | None], Progress | None]], why: str
@@ -122,6 +124,20 @@ class SharedHistory:
         except StateError as exc:
             self._give_up(f"{exc}; {why}")
             return None
+
+    def _parsed(
+        self, file: StateFile[Model], text: str | None, why: str
+    ) -> dict[str, Model] | None:
+        """The file's entries; one it cannot read (garbage, deep nesting, NaN) is as if empty,
+        said once, and written anew by the next change."""
+        parsed = file.parse(text)
+        if text is not None and parsed is None and file.path not in self._said:
+            self._said.add(file.path)
+            self.notice(
+                f"{file.path} on the history branch {self.state.describe()} cannot be read "
+                f"and counts as empty; {why}"
+            )
+        return parsed
 
     def _on_branch(self) -> bool:
         """Whether the branch is the history: reachable and holding rows (a team with no CI

@@ -398,3 +398,47 @@ def test_a_reader_reads_only_the_files_of_its_window(
     read.clear()
     reader.push(rows("today"))
     assert read == [], "a push reads no rows"
+
+
+def test_an_over_nested_line_on_the_branch_is_skipped_and_said_once(
+    origin: Path, tmp_path: Path
+) -> None:
+    """It made every CI `run` and `status` exit 4 (a RecursionError); now its file's other
+    rows are read, and the notice names it once, however many readers ask."""
+    good = rows("r1")
+    path, text = run_file(good)
+    deep = "[" * 100_000
+    writer = state_in(origin, tmp_path / "writer")
+    writer.push([], files={path: text + deep + "\n", "runs/2026/11/30/090000Z-r0.jsonl": deep})
+    said: list[str] = []
+    clone = fresh_clone(origin, tmp_path / "reader")
+    shared = SharedHistory(
+        LocalHistory(clone / "history.jsonl"),
+        GitState(clone, "origin", BRANCH),
+        writes=lambda: False,
+        notice=said.append,
+    )
+    assert shared.recent(since=NOW - dt.timedelta(days=14)) == good
+    assert shared.last_run() == good
+    assert list(shared.scan()) == good
+    assert len(said) == 1 and "cannot be read" in said[0] and "RecursionError" in said[0]
+
+
+def test_an_unreadable_progress_file_counts_as_empty_and_is_said_once(
+    origin: Path, tmp_path: Path
+) -> None:
+    from firewall.store.progress import CANDIDATES, PROGRESS
+
+    writer = state_in(origin, tmp_path / "writer")
+    writer.push([], files={PROGRESS.path: "[" * 100_000, CANDIDATES.path: "\x00garbage"})
+    said: list[str] = []
+    clone = fresh_clone(origin, tmp_path / "reader")
+    shared = SharedHistory(
+        LocalHistory(clone / "history.jsonl"),
+        GitState(clone, "origin", BRANCH),
+        writes=lambda: False,
+        notice=said.append,
+    )
+    assert shared.progress() is None and shared.progress() is None
+    assert shared.candidates() == {} and shared.candidates() == {}
+    assert len(said) == 2 and "progress.json" in said[0] and "candidates.json" in said[1]
