@@ -10,8 +10,11 @@ workflow step is needed and the work tree is never touched.
 The branch holds one file per run, so that concurrent jobs never edit the
 same file: a push that loses the race is rebuilt on the new tip and pushed
 again. Runs older than two weeks are rolled up, one row per eval per week,
-so that what a job fetches stays small as the repository ages. Readers take
-the branch's tip only (``git fetch --depth 1``). The files' formats are
+so that what a job fetches stays small as the repository ages; a roll-up
+commits the new tip without a parent, so that the branch's history (what a
+plain ``git clone`` fetches) is never more than the pushes since the last
+roll-up. Readers take the branch's tip only (``git fetch --depth 1``), and of
+it only the files of the window they ask for. The files' formats are
 ``firewall.store.statefiles``'s; ``firewall.store.shared`` joins the branch
 with the local history file.
 """
@@ -153,20 +156,29 @@ class GitState:
             for name, update in (updates or {}).items():
                 changes[name] = update(self._text(self._tip, name))
             cutoff = _cutoff(rows, keep_days) if rows else None
-            tree = self._tree(self._tip, changes, rollup_before=cutoff)
+            tree, rolled = self._tree(self._tip, changes, rollup_before=cutoff)
+            # A roll-up starts the branch anew: a parentless commit, so that the branch's
+            # history is never deeper than the pushes since the last roll-up (a day's), and
+            # a full clone fetches the tip, not a year of superseded run files. It replaces
+            # the tip only if the tip is still the one it was built on (the lease); a racing
+            # writer sees a non-fast-forward and rebuilds on it, as after any lost race.
+            parent = self._tip if self._tip and not rolled else None
             commit = self._git(
                 "commit-tree",
                 tree,
-                *(("-p", self._tip) if self._tip else ()),
+                *(("-p", parent) if parent else ()),
                 "-m",
-                f"firewall: {what}",
+                f"firewall: {what}" + (" (rolled up: the branch starts anew)" if rolled else ""),
                 extra_env=IDENTITY,
             )
+            ref = f"refs/heads/{self.branch}"
+            lease = (f"--force-with-lease={ref}:{self._tip}",) if rolled else ()
             pushed = self._run(
                 "push",
                 "--quiet",
+                *lease,
                 self.remote,
-                f"{commit}:refs/heads/{self.branch}",
+                f"{'+' if rolled else ''}{commit}:{ref}",
                 extra_env=self._auth,
             )
             if pushed.returncode == 0:
@@ -257,15 +269,20 @@ class GitState:
 
     # --- writing ---------------------------------------------------------------------
 
-    def _tree(self, tip: str | None, files: Mapping[str, str], *, rollup_before: str | None) -> str:
-        """The tip's tree with ``files`` added and, before ``rollup_before``, runs rolled up."""
+    def _tree(
+        self, tip: str | None, files: Mapping[str, str], *, rollup_before: str | None
+    ) -> tuple[str, bool]:
+        """The tip's tree with ``files`` added and, before ``rollup_before``, runs rolled up;
+        and whether any were."""
         with tempfile.TemporaryDirectory(prefix="firewall-state-") as scratch:
             index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             if tip is not None:
                 self._git("read-tree", tip, extra_env=index)
             changes: dict[str, str | None] = dict(files)
+            rolled = {}
             if rollup_before is not None and tip is not None:
-                changes.update(self._rollup(tip, rollup_before))
+                rolled = self._rollup(tip, rollup_before)
+                changes.update(rolled)
             for path, text in changes.items():
                 if text is None:
                     self._git("update-index", "--force-remove", path, extra_env=index)
@@ -274,7 +291,7 @@ class GitState:
                 self._git(
                     "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index
                 )
-            return self._git("write-tree", extra_env=index)
+            return self._git("write-tree", extra_env=index), bool(rolled)
 
     def _rollup(self, tip: str, before: str) -> dict[str, str | None]:
         """Run files older than ``before`` folded into their week's rollup file."""

@@ -442,3 +442,21 @@ def test_an_unreadable_progress_file_counts_as_empty_and_is_said_once(
     assert shared.progress() is None and shared.progress() is None
     assert shared.candidates() == {} and shared.candidates() == {}
     assert len(said) == 2 and "progress.json" in said[0] and "candidates.json" in said[1]
+
+
+def test_a_roll_up_starts_the_branch_anew_so_a_full_clone_stays_small(
+    origin: Path, tmp_path: Path
+) -> None:
+    """A plain `git clone` (or `fetch-depth: 0`) fetches the branch's whole history: a year
+    of superseded run files, 175 MB at 1,000 evals. After each roll-up the branch is one
+    parentless commit, so its history is the pushes of a day at most."""
+    state = state_in(origin, tmp_path / "job")
+    for day in range(RAW_DAYS + 30, -1, -1):
+        for hour in (0.5, 0.25):  # two runs a day
+            state.push(rows(f"d{day}h{hour}", days_ago=day + hour))
+    assert int(git(origin, "rev-list", "--count", BRANCH)) <= 2
+    reachable = git(origin, "rev-list", "--objects", BRANCH).splitlines()
+    tip_objects = git(origin, "ls-tree", "-r", "-t", BRANCH).splitlines()
+    # the tip's files and trees, its commit, and the one run file the second push replaced
+    assert len(reachable) <= len(tip_objects) + 2 + 2
+    assert len(state_in(origin, tmp_path / "reader").rows()) > 0
