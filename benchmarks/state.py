@@ -162,7 +162,7 @@ def measure(origin: Path, root: Path, n: int) -> dict[str, float]:
 # the trends of every eval over two weeks (a publishing `run`), the last run and the
 # quarantine's trends (`status`), progress.json (every command), and a push (a writing run).
 _COMMAND = """
-import datetime as dt, resource, sys, time
+import datetime as dt, sys, time
 from pathlib import Path
 from firewall.store.gitstate import GitState
 from firewall.store.history import LocalHistory
@@ -176,8 +176,9 @@ ids = {f"suite/eval-{i:04d}" for i in range(evals)}
 trend = shared.recent(ids, since=now - dt.timedelta(days=14))
 last = shared.last_run()
 shared.progress()
-print(len(trend), len(last), time.perf_counter() - started,
-      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, the benchmark's own peak with it.
+peak = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM"))
+print(len(trend), len(last), time.perf_counter() - started, int(peak.split()[1]) * 1024)
 """
 
 
