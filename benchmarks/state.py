@@ -79,7 +79,9 @@ def run_rows(evals: int, at: dt.datetime, rng: random.Random) -> list[HistoryRow
     return rows
 
 
-def build_origin(root: Path, evals: int) -> Path:
+def build_origin(
+    root: Path, evals: int, runs_per_day: int = RUNS_PER_DAY, *, history: bool = True
+) -> Path:
     """A bare origin with a default branch and a year-old state branch."""
     origin = root / "origin.git"
     git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
@@ -95,14 +97,14 @@ def build_origin(root: Path, evals: int) -> Path:
     recent: dict[str, str] = {}
     weeks: dict[str, list[HistoryRow]] = {}
     for day in range(DAYS, -1, -1):
-        for run in range(RUNS_PER_DAY):
-            at = now - dt.timedelta(days=day) + dt.timedelta(hours=4 * run)
-            rows = run_rows(evals, at, rng)
-            if day <= RAW_DAYS:
-                path, text = run_file(rows)
-                recent[path] = text
-            else:
-                weeks.setdefault(week_of(rows[0].build_ts), []).extend(roll_up(rows))
+        if day > RAW_DAYS:  # a rolled-up week is one row per eval, however many runs
+            at = now - dt.timedelta(days=day)
+            weeks.setdefault(week_of(to_text(at)), []).extend(roll_up(run_rows(evals, at, rng)))
+            continue
+        for run in range(runs_per_day):
+            at = now - dt.timedelta(days=day) + dt.timedelta(hours=24 * run / runs_per_day)
+            path, text = run_file(run_rows(evals, at, rng))
+            recent[path] = text
     files = dict(recent)
     for week, rows in weeks.items():
         files[f"rollup/{week}.jsonl"] = render_rollup(week, rows)
@@ -110,7 +112,7 @@ def build_origin(root: Path, evals: int) -> Path:
     # One commit per run, as the pushes would leave them; only the tip carries the files.
     empty = git(seed, "hash-object", "-t", "tree", "-w", "--stdin", stdin="")
     parent = None
-    for n in range(DAYS * RUNS_PER_DAY - 1):
+    for n in range(DAYS * runs_per_day - 1 if history else 0):
         args = ["commit-tree", empty, "-m", f"run {n}"] + (["-p", parent] if parent else [])
         parent = git(seed, *args)
     index = {**ENV, "GIT_INDEX_FILE": str(root / "index")}
@@ -125,7 +127,7 @@ def build_origin(root: Path, evals: int) -> Path:
     tree = subprocess.run(
         ["git", "write-tree"], cwd=seed, env=index, capture_output=True, text=True, check=True
     ).stdout.strip()
-    tip = git(seed, "commit-tree", tree, "-p", parent or "", "-m", "today")
+    tip = git(seed, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", "today")
     git(seed, "push", "--quiet", "origin", f"{tip}:refs/heads/firewall-state")
     return origin
 
@@ -156,11 +158,168 @@ def measure(origin: Path, root: Path, n: int) -> dict[str, float]:
     return {"rows": len(rows), "bytes": fetched, "seconds": seconds, "baseline_s": baseline_s}
 
 
+# What a CI command reads of the state, in a process of its own (time and peak memory):
+# the trends of every eval over two weeks (a publishing `run`), the last run and the
+# quarantine's trends (`status`), progress.json (every command), and a push (a writing run).
+_COMMAND = """
+import datetime as dt, sys, time
+from pathlib import Path
+from firewall.store.gitstate import GitState
+from firewall.store.history import LocalHistory
+from firewall.store.shared import SharedHistory
+clone, branch, evals = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+started = time.perf_counter()
+shared = SharedHistory(LocalHistory(clone / "history.jsonl"),
+                       GitState(clone, "origin", branch), writes=lambda: False, notice=print)
+now = dt.datetime(2026, 12, 1, 23, tzinfo=dt.timezone.utc)
+ids = {f"suite/eval-{i:04d}" for i in range(evals)}
+trend = shared.recent(ids, since=now - dt.timedelta(days=14))
+last = shared.last_run()
+shared.progress()
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, the benchmark's own peak with it.
+peak = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM"))
+print(len(trend), len(last), time.perf_counter() - started, int(peak.split()[1]) * 1024)
+"""
+
+
+def command_cost(root: Path, origin: Path, branch: str, evals: int, n: int) -> dict[str, float]:
+    clone = root / f"cmd-{branch}-{n}"
+    git(root, "clone", "--quiet", "--depth=1", f"file://{origin}", str(clone))
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", _COMMAND, str(clone), branch, str(evals)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+    ).stdout.split()
+    # The process's whole life, start-up and imports included, as a command's would be.
+    seconds = time.perf_counter() - started
+    return {"trend_rows": float(out[-4]), "seconds": seconds, "rss": float(out[-1])}
+
+
+def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
+    """A CI command's reads on a year of state against the same reads with no state."""
+    with tempfile.TemporaryDirectory(prefix="firewall-state-bench-") as scratch:
+        root = Path(scratch)
+        started = time.perf_counter()
+        origin = build_origin(root, evals, runs_per_day, history=False)
+        print(
+            f"built a year of state ({evals} evals, {runs_per_day} runs a day) "
+            f"in {time.perf_counter() - started:.0f} s"
+        )
+        with_state = sorted(
+            (command_cost(root, origin, "firewall-state", evals, n) for n in range(repetitions)),
+            key=lambda r: r["seconds"],
+        )[repetitions // 2]
+        without = sorted(
+            (command_cost(root, origin, "no-such-branch", evals, n) for n in range(repetitions)),
+            key=lambda r: r["seconds"],
+        )[repetitions // 2]
+        tip_mb = pack_bytes_of(origin, "firewall-state") / 1e6
+    print(
+        "\n| a CI command's reads | with a year of state | without state | ratio |\n"
+        "|---|---:|---:|---:|\n"
+        f"| time (a process: start-up, imports, the reads) | {with_state['seconds']:.2f} s | "
+        f"{without['seconds']:.2f} s | "
+        f"{with_state['seconds'] / without['seconds']:.2f}x |\n"
+        f"| peak memory | {with_state['rss'] / 1e6:.0f} MB | {without['rss'] / 1e6:.0f} MB | "
+        f"{with_state['rss'] / without['rss']:.2f}x |\n"
+        f"| rows of the 14-day trend read | {with_state['trend_rows']:,.0f} | 0 | |\n"
+        f"| the tip, packed (what a full clone adds) | {tip_mb:.1f} MB | | |\n"
+        f"\nmedian of {repetitions}; command: python benchmarks/state.py --evals {evals} "
+        f"--runs-per-day {runs_per_day} --repetitions {repetitions}"
+    )
+
+
+def pack_bytes_of(origin: Path, branch: str) -> int:
+    """The bytes a pack of everything reachable from ``branch`` takes: what a clone adds."""
+    objects = git(origin, "rev-list", "--objects", branch)
+    pack = subprocess.run(
+        ["git", "pack-objects", "--stdout", "-q"],
+        cwd=origin,
+        input=objects.encode(),
+        capture_output=True,
+        env=ENV,
+        check=True,
+    )
+    return len(pack.stdout)
+
+
+def concurrent_jobs(jobs: int, hook_s: float) -> None:
+    """``jobs`` processes, each a job on a clone of its own, push a run at once; count rows."""
+    with tempfile.TemporaryDirectory(prefix="firewall-state-bench-") as scratch:
+        root = Path(scratch)
+        origin = root / "origin.git"
+        git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
+        hook = origin / "hooks" / "pre-receive"
+        hook.write_text(f"#!/bin/sh\ncat >/dev/null\nsleep {hook_s}\n")
+        hook.chmod(0o755)
+        seed = root / "seed"
+        git(root, "clone", "--quiet", str(origin), str(seed))
+        git(seed, "commit", "--quiet", "--allow-empty", "-m", "project")
+        git(seed, "push", "--quiet", "origin", "HEAD:main")
+        go = root / "go"
+        clones = []
+        for n in range(jobs):
+            clones.append(root / f"job-{n}")
+            git(root, "clone", "--quiet", str(origin), str(clones[-1]))
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _JOB, str(clone), f"run{n:03d}", str(go), "3"],
+                env=ENV,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n, clone in enumerate(clones)
+        ]
+        started = time.perf_counter()
+        go.touch()
+        answers = [proc.communicate() for proc in procs]
+        seconds = time.perf_counter() - started
+        failed = sum(1 for proc in procs if proc.returncode)
+        reader = root / "reader"
+        git(root, "clone", "--quiet", str(origin), str(reader))
+        kept = len(GitState(reader, "origin", "firewall-state", env=ENV).rows())
+        errors = {err.strip().splitlines()[-1] for (_, err) in answers if err.strip()}
+    print(
+        f"\n{jobs} jobs pushing at once ({hook_s:g} s per push at the origin): "
+        f"{kept} of {jobs * 3} rows kept, {failed} jobs failed, all done in {seconds:.1f} s"
+        + (f"; {sorted(errors)[:2]}" if errors else "")
+        + f"\ncommand: python benchmarks/state.py --jobs {jobs} --push-delay {hook_s:g}"
+    )
+
+
+_JOB = """
+import sys, time
+from pathlib import Path
+from firewall.store.gitstate import GitState
+from firewall.store.history import HistoryRow
+clone, run_id, go, evals = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+state = GitState(clone, "origin", "firewall-state")
+state.tip()
+while not go.exists():
+    time.sleep(0.01)
+state.push([HistoryRow(eval_id=f"e{i}", run_id=run_id, mode="run", status="pass", k=7,
+                       build_ts="2026-12-01T09:00:00Z", median=0.8) for i in range(evals)])
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evals", type=int, default=1000)
     parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--runs-per-day", type=int, default=0, help="a CI command's reads")
+    parser.add_argument("--jobs", type=int, default=0, help="concurrent pushes instead")
+    parser.add_argument("--push-delay", type=float, default=0.3)
     args = parser.parse_args(argv)
+    if args.jobs:
+        concurrent_jobs(args.jobs, args.push_delay)
+        return 0
+    if args.runs_per_day:
+        year_of_state(args.evals, args.runs_per_day, args.repetitions)
+        return 0
     with tempfile.TemporaryDirectory(prefix="firewall-state-bench-") as scratch:
         root = Path(scratch)
         started = time.perf_counter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from firewall.lifecycle import Candidate, Progress
 from firewall.store.git import StateError
@@ -12,6 +13,8 @@ from firewall.store.gitstate import RAW_DAYS, GitState
 from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.progress import CANDIDATES, PROGRESS, Model, StateFile
 from firewall.timeutil import to_text
+
+Result = TypeVar("Result")
 
 
 @dataclasses.dataclass
@@ -31,6 +34,11 @@ class SharedHistory:
     notice: Callable[[str], None]
     keep_days: int | None = RAW_DAYS  # runs older than this are rolled up when writing
     _unreachable: bool = dataclasses.field(default=False, repr=False)
+    _said: set[str] = dataclasses.field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.state.notice is None:  # lines of the branch that cannot be read are said here
+            self.state.notice = self.notice
 
     def describe(self) -> str:
         return f"{self.state.describe()} (local copy {self.local.describe()})"
@@ -45,47 +53,37 @@ class SharedHistory:
             self._give_up(f"{exc}; this run's history stays in {self.local.describe()} only")
 
     def scan(self, eval_ids: Collection[str] | None = None) -> Iterator[HistoryRow]:
-        shared = self._shared()
-        if shared is None:
+        """Every row of the branch (calibration reads the whole year; CI commands do not)."""
+        if not self._on_branch():
             yield from self.local.scan(eval_ids)
             return
-        for row in shared:
-            if eval_ids is None or row.eval_id in eval_ids:
-                yield row
+        yield from self._shared(lambda: self.state.rows(eval_ids=eval_ids)) or ()
 
     def recent(
         self, eval_ids: Collection[str] | None = None, *, since: dt.datetime
     ) -> list[HistoryRow]:
-        """The window's rows; the branch keeps two weeks of runs whole and older weeks
-        rolled up, so what it holds (and a job fetches) stays small as it ages."""
-        shared = self._shared()
-        if shared is None:
+        """The window's rows: only the branch's files dated in the window are read (runs by
+        their path's day, rollups by their week), so a year of state costs what the window
+        holds."""
+        if not self._on_branch():
             return self.local.recent(eval_ids, since=since)
-        start = to_text(since)
-        return [
-            row
-            for row in shared
-            if row.build_ts >= start and (eval_ids is None or row.eval_id in eval_ids)
-        ]
+        return self._shared(lambda: self.state.rows(since=to_text(since), eval_ids=eval_ids)) or []
 
     def last_run(self) -> list[HistoryRow]:
-        shared = self._shared()
-        if shared is None:
+        """The newest run file's rows."""
+        if not self._on_branch():
             return self.local.last_run()
-        runs = [row for row in shared if row.mode != "rollup"]
-        if not runs:
-            return []
-        newest = max(runs, key=lambda row: row.build_ts).run_id
-        return [row for row in runs if row.run_id == newest]
+        return self._shared(self.state.last_run) or []
 
     def progress(self) -> dict[str, Progress] | None:
         """The nightly's progress per quarantined eval, or None when the branch has none."""
-        return PROGRESS.parse(self._read(PROGRESS.path, "the reviewed registry stands as it is"))
+        text = self._read(PROGRESS.path, "the reviewed registry stands as it is")
+        return self._parsed(PROGRESS, text, "the reviewed registry stands as it is")
 
     def candidates(self) -> dict[str, Candidate]:
         """The candidates pull requests recorded on the branch, and not yet settled."""
-        text = self._read(CANDIDATES.path, "the candidates on the branch wait for the next run")
-        return CANDIDATES.parse(text) or {}
+        why = "the candidates on the branch wait for the next run"
+        return self._parsed(CANDIDATES, self._read(CANDIDATES.path, why), why) or {}
 
     def change_progress(
         self, changes: Mapping[str, Callable[[Progress | None], Progress | None]], why: str
@@ -127,13 +125,31 @@ class SharedHistory:
             self._give_up(f"{exc}; {why}")
             return None
 
-    def _shared(self) -> list[HistoryRow] | None:
-        """The branch's rows; None when it is out of reach or holds none yet (a team that
-        has no CI runs on its default branch: the local file is then the only history)."""
+    def _parsed(
+        self, file: StateFile[Model], text: str | None, why: str
+    ) -> dict[str, Model] | None:
+        """The file's entries; one it cannot read (garbage, deep nesting, NaN) is as if empty,
+        said once, and written anew by the next change."""
+        parsed = file.parse(text)
+        if text is not None and parsed is None and file.path not in self._said:
+            self._said.add(file.path)
+            self.notice(
+                f"{file.path} on the history branch {self.state.describe()} cannot be read "
+                f"and counts as empty; {why}"
+            )
+        return parsed
+
+    def _on_branch(self) -> bool:
+        """Whether the branch is the history: reachable and holding rows (a team with no CI
+        runs on its default branch yet has only the local file)."""
+        return self._shared(self.state.holds_history) is True
+
+    def _shared(self, read: Callable[[], Result]) -> Result | None:
+        """What ``read`` reads of the branch; None (said once) when it is out of reach."""
         if self._unreachable:
             return None
         try:
-            return self.state.rows() or None
+            return read()
         except StateError as exc:
             self._give_up(f"{exc}; reading the history from {self.local.describe()} instead")
             return None

@@ -15,12 +15,14 @@ import datetime as dt
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from firewall.store.history import HistoryRow
 
 FORMAT_VERSION = 1
 DECIMALS = 4
+MAX_LINE = 256 * 1024  # characters; a row is a few hundred, with many drift fields a few thousand
 _RUN_FIELDS = ("run_id", "mode", "build_ts", "git_sha", "git_ref")
 _EMPTY: tuple[object, ...] = (None, "", (), [], {})
 
@@ -56,25 +58,20 @@ def _compact(row: HistoryRow, *, leave_out: Sequence[str] = ()) -> str:
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 
-def parse_file(text: str) -> Iterable[HistoryRow]:
-    """The rows of one run file; lines that do not parse are skipped, as in the local file."""
+def parse_file(text: str, skipped: Callable[[str], None] | None = None) -> Iterator[HistoryRow]:
+    """The rows of one run file. What cannot be read (a line too long, too deeply nested, not
+    JSON, not a row; a header of another version) is skipped, and ``skipped`` told why."""
     lines = text.splitlines()
-    try:
-        header = json.loads(lines[0]) if lines else None
-    except ValueError:
-        return
-    if not isinstance(header, dict) or header.get("schema_version") != FORMAT_VERSION:
+    header = _document(lines[0], skipped) if lines else None
+    if header is None or header.get("schema_version") != FORMAT_VERSION:
+        if lines and header is not None:
+            _say(skipped, f"a run file of format {header.get('schema_version')!r}")
         return
     run = {f: header.get(f) for f in _RUN_FIELDS}
     for line in lines[1:]:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            row = HistoryRow.from_json({**data, **run})
-            if row is not None:
-                yield row
+        data = _document(line, skipped)
+        if data is not None and (row := _row({**data, **run}, skipped)) is not None:
+            yield row
 
 
 def week_of(build_ts: str) -> str:
@@ -127,15 +124,50 @@ def render_rollup(week: str, rows: Sequence[HistoryRow]) -> str:
     return "\n".join([header, *body]) + "\n"
 
 
-def parse_rollup(text: str) -> Iterable[HistoryRow]:
-    lines = text.splitlines()
-    for line in lines[1:]:
-        try:
-            row = HistoryRow.from_json(json.loads(line))
-        except ValueError:
-            continue
-        if row is not None:
+def parse_rollup(text: str, skipped: Callable[[str], None] | None = None) -> Iterator[HistoryRow]:
+    """The rows of one week's rollup file, skipping (and telling ``skipped``) as ``parse_file``."""
+    for line in text.splitlines()[1:]:
+        data = _document(line, skipped)
+        if data is not None and (row := _row(data, skipped)) is not None:
             yield row
+
+
+def _document(line: str, skipped: Callable[[str], None] | None) -> dict[str, Any] | None:
+    """One line's JSON object, or None (said) when it is not one we can read.
+
+    A line longer than ``MAX_LINE`` is not parsed at all: no row is that long, and parsing
+    garbage of a hundred megabytes is what a CI job cannot afford. Nesting deep enough to
+    exhaust the parser's recursion is garbage too, not a reason to stop the command.
+    """
+    if not line.strip():
+        return None
+    if len(line) > MAX_LINE:
+        _say(skipped, f"a line of {len(line):,} characters (at most {MAX_LINE:,} are read)")
+        return None
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        _say(skipped, f"a line that is not JSON ({type(exc).__name__})")
+        return None
+    if not isinstance(data, dict):
+        _say(skipped, "a line that is not a JSON object")
+        return None
+    return data
+
+
+def _row(data: dict[str, Any], skipped: Callable[[str], None] | None) -> HistoryRow | None:
+    try:
+        row = HistoryRow.from_json(data)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        row = None
+    if row is None:
+        _say(skipped, "a line that is not a history row")
+    return row
+
+
+def _say(skipped: Callable[[str], None] | None, what: str) -> None:
+    if skipped is not None:
+        skipped(what)
 
 
 def _merge(earlier: HistoryRow, later: HistoryRow) -> HistoryRow:

@@ -297,3 +297,166 @@ def test_the_state_branch_uses_the_checkouts_credentials_else_the_steps_token(
     assert "AUTHORIZATION: basic" in " ".join(header.values())
     git(repo, "config", "--local", "http.https://github.example/.extraheader", "AUTHORIZATION: x")
     assert GitState(repo, "origin", BRANCH, env=env)._auth == {}
+
+
+# One CI job of a sharded matrix: fetch the tip, wait for the others, push one run.
+_JOB = """
+import datetime as dt, sys, time
+from pathlib import Path
+from firewall.store.gitstate import GitState
+from firewall.store.history import HistoryRow
+clone, run_id, go, evals = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+state = GitState(clone, "origin", "firewall-state")
+state.rows()
+while not go.exists():
+    time.sleep(0.01)
+stamp = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+state.push([HistoryRow(eval_id=f"e{i}", run_id=run_id, mode="run", status="pass", k=7,
+                       build_ts=stamp, median=0.8) for i in range(evals)])
+"""
+
+
+@pytest.mark.parametrize("jobs", [16])  # 64: benchmarks/state.py --jobs 64
+def test_a_sharded_matrix_pushing_at_once_keeps_every_run(
+    origin: Path, tmp_path: Path, jobs: int
+) -> None:
+    """Sixteen processes, each a job on a clone of its own, push one run at the same moment:
+    every run lands (a user's matrix kept 24 rows of 48 when a push had five tries)."""
+    import os
+    import sys
+
+    evals = 3
+    go = tmp_path / "go"
+    # A push to GitHub takes a second or two, and the race is lost in that time: the
+    # origin's hook makes each push take a while, as a remote across a network does.
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 0.3\n")
+    hook.chmod(0o755)
+    clones = [fresh_clone(origin, tmp_path / f"job-{n}") for n in range(jobs)]
+    env = {**os.environ, **GIT_ENV, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _JOB, str(clone), f"run{n:02d}", str(go), str(evals)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n, clone in enumerate(clones)
+    ]
+    go.touch()
+    answers = [proc.communicate(timeout=300) for proc in procs]
+    failures = [err for proc, (_, err) in zip(procs, answers, strict=True) if proc.returncode]
+    assert failures == [], failures[0][-1500:] if failures else ""
+    kept = state_in(origin, tmp_path / "reader").rows()
+    assert len(kept) == jobs * evals
+    assert len({row.run_id for row in kept}) == jobs
+
+
+def test_a_lost_race_naming_a_commit_with_403_in_it_is_no_refusal() -> None:
+    """One push in a few hundred names a commit whose hash holds "403": that is a race to
+    retry, not a token without write access (it failed a job of a sixteen-job matrix)."""
+    from firewall.store.gitstate import _lost_a_race, _refused
+
+    stderr = (
+        "To /srv/origin.git\n"
+        " ! [rejected]        781c403b136dc6944de86b2e4e0c3b4e7a2215f1 -> firewall-state "
+        "(fetch first)\n"
+        "error: failed to push some refs to '/srv/origin.git'\n"
+    )
+    assert _refused(stderr) is None and _lost_a_race(stderr)
+    assert _refused("remote: HTTP 403\nfatal: unable to access") is not None
+
+
+def test_a_reader_reads_only_the_files_of_its_window(
+    origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI command asks for two weeks, the status of the last run, or progress.json: it reads
+    those files, never the year behind them (a million rows took a minute and a gigabyte)."""
+    from firewall.store.git import Git
+
+    writer = state_in(origin, tmp_path / "writer")
+    for day in (300, 200, 100, 40, 30, 20, 10, 2, 1):
+        writer.push(rows(f"d{day}", days_ago=day))
+    writer.push([], files={"progress.json": "{}\n"})
+    read: list[str] = []
+    batch = Git.batch
+
+    def counted(self: Git, request: bytes) -> bytes:
+        read.extend(request.decode().split())
+        return batch(self, request)
+
+    monkeypatch.setattr(Git, "batch", counted)
+    reader = state_in(origin, tmp_path / "reader")
+    assert reader.read_text("progress.json") == "{}\n"
+    assert len(read) == 1, "progress.json alone"
+    window = reader.rows(since=to_text(NOW - dt.timedelta(days=14)))
+    assert {row.run_id for row in window} == {"d10", "d2", "d1"}
+    # the runs of the window and the one rollup week that reaches into it, if any
+    assert len(read) - 1 <= 3 + 1
+    assert [row.run_id for row in reader.last_run()] == ["d1"] * 3
+    read.clear()
+    reader.push(rows("today"))
+    assert read == [], "a push reads no rows"
+
+
+def test_an_over_nested_line_on_the_branch_is_skipped_and_said_once(
+    origin: Path, tmp_path: Path
+) -> None:
+    """It made every CI `run` and `status` exit 4 (a RecursionError); now its file's other
+    rows are read, and the notice names it once, however many readers ask."""
+    good = rows("r1")
+    path, text = run_file(good)
+    deep = "[" * 100_000
+    writer = state_in(origin, tmp_path / "writer")
+    writer.push([], files={path: text + deep + "\n", "runs/2026/11/30/090000Z-r0.jsonl": deep})
+    said: list[str] = []
+    clone = fresh_clone(origin, tmp_path / "reader")
+    shared = SharedHistory(
+        LocalHistory(clone / "history.jsonl"),
+        GitState(clone, "origin", BRANCH),
+        writes=lambda: False,
+        notice=said.append,
+    )
+    assert shared.recent(since=NOW - dt.timedelta(days=14)) == good
+    assert shared.last_run() == good
+    assert list(shared.scan()) == good
+    assert len(said) == 1 and "cannot be read" in said[0] and "RecursionError" in said[0]
+
+
+def test_an_unreadable_progress_file_counts_as_empty_and_is_said_once(
+    origin: Path, tmp_path: Path
+) -> None:
+    from firewall.store.progress import CANDIDATES, PROGRESS
+
+    writer = state_in(origin, tmp_path / "writer")
+    writer.push([], files={PROGRESS.path: "[" * 100_000, CANDIDATES.path: "\x00garbage"})
+    said: list[str] = []
+    clone = fresh_clone(origin, tmp_path / "reader")
+    shared = SharedHistory(
+        LocalHistory(clone / "history.jsonl"),
+        GitState(clone, "origin", BRANCH),
+        writes=lambda: False,
+        notice=said.append,
+    )
+    assert shared.progress() is None and shared.progress() is None
+    assert shared.candidates() == {} and shared.candidates() == {}
+    assert len(said) == 2 and "progress.json" in said[0] and "candidates.json" in said[1]
+
+
+def test_a_roll_up_starts_the_branch_anew_so_a_full_clone_stays_small(
+    origin: Path, tmp_path: Path
+) -> None:
+    """A plain `git clone` (or `fetch-depth: 0`) fetches the branch's whole history: a year
+    of superseded run files, 175 MB at 1,000 evals. After each roll-up the branch is one
+    parentless commit, so its history is the pushes of a day at most."""
+    state = state_in(origin, tmp_path / "job")
+    for day in range(RAW_DAYS + 30, -1, -1):
+        for hour in (0.5, 0.25):  # two runs a day
+            state.push(rows(f"d{day}h{hour}", days_ago=day + hour))
+    assert int(git(origin, "rev-list", "--count", BRANCH)) <= 2
+    reachable = git(origin, "rev-list", "--objects", BRANCH).splitlines()
+    tip_objects = git(origin, "ls-tree", "-r", "-t", BRANCH).splitlines()
+    # the tip's files and trees, its commit, and the one run file the second push replaced
+    assert len(reachable) <= len(tip_objects) + 2 + 2
+    assert len(state_in(origin, tmp_path / "reader").rows()) > 0

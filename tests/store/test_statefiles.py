@@ -1,0 +1,120 @@
+"""The state branch's parsers take whatever a file holds: any bytes in, rows or a skip out.
+
+One over-nested line on the branch made every CI `run` and `status` exit 4 (a
+``RecursionError`` in ``parse_file``). Each parser of ``statefiles`` and ``progress``
+is fed garbage, deep nesting and huge lines, valid files with a line broken, and
+anything at all; it returns the rows it can read and says once what it skipped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from firewall.store.history import HistoryRow
+from firewall.store.progress import CANDIDATES, PROGRESS
+from firewall.store.statefiles import (
+    MAX_LINE,
+    parse_file,
+    parse_rollup,
+    render_rollup,
+    roll_up,
+    run_file,
+)
+
+FUZZ = settings(database=None, derandomize=True, deadline=None, max_examples=300)
+DEEP = "[" * 100_000 + "]" * 100_000
+NOW = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
+
+
+def run(evals: int = 3) -> list[HistoryRow]:
+    return [
+        HistoryRow(
+            eval_id=f"e{i}",
+            run_id="r1",
+            mode="run",
+            status="pass",
+            k=7,
+            build_ts="2026-12-01T09:00:00Z",
+            median=0.8,
+            iqr=0.01,
+        )
+        for i in range(evals)
+    ]
+
+
+def valid_run_file() -> str:
+    return run_file(run())[1]
+
+
+def valid_rollup() -> str:
+    return render_rollup("2026-W49", roll_up(run()))
+
+
+# Lines a file can hold: valid rows, JSON of any shape, deep nesting, huge lines, bytes.
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+LINES = st.one_of(
+    st.sampled_from(valid_run_file().splitlines() + valid_rollup().splitlines()),
+    JSONISH.map(lambda value: json.dumps(value, allow_nan=True)),
+    st.integers(1, 200_000).map(lambda depth: '{"a":' * depth + "1" + "}" * depth),
+    st.integers(1, 200_000).map(lambda depth: "[" * depth),
+    st.just("x" * (MAX_LINE + 1)),
+    st.binary(max_size=200).map(lambda raw: raw.decode("utf-8", "replace")),
+)
+FILES = st.one_of(
+    st.lists(LINES, max_size=8).map("\n".join),
+    st.binary(max_size=2_000).map(lambda raw: raw.decode("utf-8", "replace")),
+    st.lists(LINES, max_size=6).map(lambda lines: "\n".join([valid_run_file(), *lines])),
+)
+
+
+@FUZZ
+@given(FILES)
+def test_any_run_file_gives_rows_or_a_skip(text: str) -> None:
+    skipped: list[str] = []
+    rows = list(parse_file(text, skipped=skipped.append))
+    assert all(isinstance(row, HistoryRow) for row in rows)
+
+
+@FUZZ
+@given(FILES)
+def test_any_rollup_file_gives_rows_or_a_skip(text: str) -> None:
+    skipped: list[str] = []
+    rows = list(parse_rollup(text, skipped=skipped.append))
+    assert all(isinstance(row, HistoryRow) for row in rows)
+
+
+@FUZZ
+@given(FILES)
+def test_any_progress_or_candidates_file_parses_or_is_none(text: str) -> None:
+    for file in (PROGRESS, CANDIDATES):
+        parsed = file.parse(text)
+        assert parsed is None or isinstance(parsed, dict)
+        file.merge({})(text)  # a writer starts anew from what it cannot read
+
+
+def test_an_over_nested_line_is_skipped_and_said_the_rest_kept() -> None:
+    good = valid_run_file().splitlines()
+    text = "\n".join([good[0], DEEP, good[1], "x" * (MAX_LINE + 1), *good[2:]])
+    skipped: list[str] = []
+    assert [row.eval_id for row in parse_file(text, skipped=skipped.append)] == ["e0", "e1", "e2"]
+    assert len(skipped) == 2
+    assert "RecursionError" in skipped[0] and "characters" in skipped[1]
+    rollup = "\n".join([*valid_rollup().splitlines(), DEEP])
+    skipped.clear()
+    assert len(list(parse_rollup(rollup, skipped=skipped.append))) == 3
+    assert len(skipped) == 1
+
+
+def test_an_over_nested_header_skips_its_file() -> None:
+    skipped: list[str] = []
+    assert list(parse_file(DEEP + "\n" + valid_run_file(), skipped=skipped.append)) == []
+    assert len(skipped) == 1
+    assert PROGRESS.parse(DEEP) is None and CANDIDATES.parse("{" * 100_000) is None
