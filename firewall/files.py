@@ -89,14 +89,14 @@ def read_capped(path: Path | str, cap: int) -> bytes:
 
 def lines_capped(fd: int, cap: int) -> Iterator[bytes | None]:
     """The lines of the file open as ``fd``, each with its newline (the last may lack one),
-    read in bounded chunks; a line longer than ``cap`` is given as None, its bytes
-    dropped as they are read, so that a file of one endless line costs ``cap``."""
+    read in bounded chunks; a line of more than ``cap`` bytes before its newline is given
+    as None, its bytes dropped as they are read, so that one endless line costs ``cap``."""
     pending = bytearray()
     overlong = False
     while chunk := os.read(fd, _CHUNK):
         start = 0
         while (end := chunk.find(b"\n", start)) != -1:
-            if overlong or len(pending) + end + 1 - start > cap:
+            if overlong or len(pending) + end - start > cap:
                 yield None
             else:
                 yield bytes(pending) + chunk[start : end + 1]

@@ -361,14 +361,13 @@ MAX_LINE_BYTES = 1 << 20
 APPEND_LAG = dt.timedelta(days=1)
 
 
-def _blocks_backwards(
-    handle: BinaryIO, chunk: int, cap: int = MAX_LINE_BYTES
-) -> Iterator[list[bytes | None]]:
+def _blocks_backwards(handle: BinaryIO, chunk: int) -> Iterator[list[bytes | None]]:
     """The file's lines, without their newlines, in blocks of about ``chunk`` bytes: the
     last block first, each block's lines in file order. A block's last item is what
     follows its last newline: empty, but in the first block the file's torn tail if
-    it has one. A line longer than ``cap`` is None, its bytes dropped as they are read,
-    so that a read holds at most a block and ``cap`` bytes."""
+    it has one. A line longer than ``MAX_LINE_BYTES`` is None, its bytes dropped as they
+    are read, so that a read holds at most a block and a line."""
+    cap = MAX_LINE_BYTES
     pos = handle.seek(0, os.SEEK_END)
     carry = b""  # the start of the block after this one: the end of a line cut in two
     overlong = False  # that line is longer than ``cap``: its end was dropped
