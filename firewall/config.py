@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from firewall.errors import ConfigError
+from firewall.files import Refused, os_reason, read_capped
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,6 +37,7 @@ DEFAULT_SEED = 0
 DEFAULT_MAX_K = 15
 MAX_K = 10_000
 MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: past what the OS's timers take is no timeout at all
+MAX_CONFIG_BYTES = 16 << 20  # a configuration file larger than this is not one
 MAX_FENCE = 100.0  # a fence further out than 100 IQRs is the rule turned off: say 0
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.9999  # what a Wilson bound is computed at
 RATE_PATTERN = r"^\d+(\.\d+)?/(s|sec|second|min|minute|h|hour)$"
@@ -357,8 +359,14 @@ def find_config(explicit: Path | None, cwd: Path) -> tuple[Path, str] | None:
     ``[tool.firewall]`` table. The run then works from that directory.
     """
     if explicit is not None:
-        if not explicit.is_file():
-            raise ConfigError(f"{explicit}: no such configuration file")
+        try:
+            explicit.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            raise ConfigError(f"{explicit}: no such configuration file") from None
+        except OSError as exc:  # a name too long, a loop of links, a directory it may not see
+            raise ConfigError(
+                f"{explicit}: cannot read the configuration ({os_reason(exc)})"
+            ) from None
         return explicit, "tool.firewall." if explicit.name == "pyproject.toml" else ""
     for directory in _up_to_root(cwd):
         if (directory / "firewall.toml").is_file():
@@ -389,8 +397,8 @@ def has_firewall_table(pyproject: Path) -> bool:
     """Whether a pyproject.toml holds a [tool.firewall] table (an unreadable one: yes, so
     that reading it names what is wrong with it)."""
     try:
-        document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        document = tomllib.loads(read_capped(pyproject, MAX_CONFIG_BYTES).decode("utf-8"))
+    except (OSError, Refused, ValueError, RecursionError):  # TOMLDecodeError is a ValueError
         return True  # read it, so that the error names what is wrong with it
     tool = document.get("tool")
     return isinstance(tool, dict) and "firewall" in tool
@@ -413,10 +421,14 @@ def load_config(explicit: Path | None = None, cwd: Path | None = None) -> Loaded
         )
     path, prefix = found
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, MAX_CONFIG_BYTES).decode("utf-8")
         document = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    except Refused as exc:
+        raise ConfigError(f"{path}: the configuration {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {os_reason(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     except RecursionError:

@@ -14,6 +14,8 @@ CI never reads a crash of the tool as a failing eval.
     ├── WriteError                a file that cannot be written (a full disk, a read-only
     │                             directory); also an OSError, the one it explains
     ├── HistoryWriteError         the history file cannot be appended to (a full disk)
+    ├── HistoryReadError          the history file cannot be read (a FIFO, a directory,
+    │                             no permission); a line that is no row is only skipped
     ├── LockError                 a file another firewall process holds too long, or
     │                             whose lock file cannot be made
     ├── IssueError                GitHub unreachable or refusing; never leaves the pipeline
@@ -85,6 +87,10 @@ class WriteError(FirewallError, OSError):
 
 class HistoryWriteError(WriteError):
     """A run's rows could not be appended to the history file, which names ``path``."""
+
+
+class HistoryReadError(FirewallError):
+    """The history file cannot be read at all; the message names it and says why."""
 
 
 class LockError(FirewallError):

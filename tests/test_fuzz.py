@@ -1,7 +1,7 @@
 """Fuzz tests: whatever an eval reports, a registry holds or a config says, the firewall
 answers with a clear error or a valid decision, never a traceback.
 
-Four families, each fed by Hypothesis:
+Five families, each fed by Hypothesis:
 
 - trial results: JSON-ish payloads (what a command prints or a Python eval returns, once
   the JSON protocol has carried it) through ``record_from_payload``, a command's raw
@@ -11,7 +11,9 @@ Four families, each fed by Hypothesis:
   key, through ``Registry.read`` and ``Registry.edit``;
 - config files: TOML documents of plausible and implausible keys and values, written by
   the small TOML writer below, through ``load_config`` and ``discover``;
-- the command line: ``firewall run`` on a project whose registry or config is an example.
+- the command line: ``firewall run`` on a project whose registry or config is an example;
+- every reader of a file (history, probe parts, JUnit reports, result files): any bytes,
+  deep nesting and overlong lines among them.
 
 Most examples are a valid input with a key or two broken, so that they get past the
 first check; the rest are anything at all. Every run draws the same examples
@@ -24,6 +26,7 @@ properties stay green and keep guarding everything else.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 import os
@@ -44,15 +47,18 @@ from hypothesis import strategies as st
 from firewall.adaptive import conclude, wanted
 from firewall.config import ID_PATTERN, load_config
 from firewall.discovery import discover
-from firewall.errors import ConfigError, ExitCode, RegistryError
+from firewall.errors import ArtefactError, ConfigError, ExitCode, RegistryError
 from firewall.lifecycle import Entry
 from firewall.policy import Decision, Status, decide
 from firewall.runner import to_record
-from firewall.runner.command import _result
+from firewall.runner.command import _result, _suite
 from firewall.runner.outcome import Outcome
 from firewall.runner.schedule import Task
 from firewall.runner.trial import TrialRecord, error_record, record_from_payload
 from firewall.spec import EvalSpec, warnings_for
+from firewall.store import history as history_module
+from firewall.store.history import HistoryRow, LocalHistory
+from firewall.store.parts import Probed, load_part
 from firewall.store.registry import Registry, parse_registry, render
 
 if sys.version_info >= (3, 11):
@@ -916,6 +922,165 @@ def test_firewall_run_honours_or_refuses_any_config(
         result = invoke_split("run", "--no-issues")
     event(f"exit {result.exit_code}")
     assert_clean_run(result)
+
+
+# --- every reader of a file: any bytes in, a value or the documented error out -------
+# Whatever a file holds (garbage, a JSON document nested past Python's recursion limit,
+# a line longer than the readers hold), its reader answers with what it could read or
+# with the error it documents, naming the file: never another exception.
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+DEEP_DOCUMENTS = st.sampled_from([b"[" * 100_000, nested(100_000), nested(900), b"{" * 50_000])
+ROW_LINES = st.one_of(
+    st.builds(
+        lambda eval_id, run, day: json.dumps(
+            {
+                "eval_id": eval_id,
+                "run_id": f"run-{run}",
+                "build_ts": f"2026-11-{day:02d}T00:00:00Z",
+                "median": 0.5,
+            },
+            separators=(",", ":"),
+        ).encode(),
+        st.sampled_from(["tone", "triage", "a"]),
+        st.integers(0, 3),
+        st.integers(1, 28),
+    ),
+    st.binary(max_size=80),
+    DEEP_DOCUMENTS,
+    st.sampled_from([b"", b" ", b"{}", b"null", b'{"eval_id": 5}', b"x" * 300]),
+)
+HISTORY_FILES = st.builds(
+    lambda lines, tail: b"\n".join(lines) + (b"\n" if tail else b""),
+    st.lists(ROW_LINES, max_size=8),
+    st.booleans(),
+)
+
+
+def plain_rows(raw: bytes, cap: int) -> list[HistoryRow]:
+    """The rows of a history file as a plain reading of its lines finds them."""
+    rows = []
+    for line in raw.split(b"\n"):
+        if len(line) > cap:
+            continue
+        try:
+            row = HistoryRow.from_json(json.loads(line.decode("utf-8")))
+        except (ValueError, RecursionError):
+            continue
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+@FUZZ
+@given(raw=HISTORY_FILES, chunk=st.sampled_from([7, 64, 1 << 18]), cap=st.sampled_from([50, 200]))
+def test_any_history_file_reads_as_the_rows_its_lines_hold(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    raw: bytes,
+    chunk: int,
+    cap: int,
+) -> None:
+    # A small line cap and small blocks, so that lines over the cap and lines cut by a
+    # block's edge are common: a line over the cap is skipped, whichever way it is read.
+    monkeypatch.setattr(history_module, "MAX_LINE_BYTES", cap)
+    path = tmp_path_factory.mktemp("history") / "history.jsonl"
+    path.write_bytes(raw)
+    warned: list[str] = []
+    store = LocalHistory(path, warn=warned.append)
+    expected = plain_rows(raw, cap)
+    assert list(store.scan()) == expected
+    assert list(store.scan({"tone"})) == [row for row in expected if row.eval_id == "tone"]
+    since = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+    assert store.recent(since=since, chunk=chunk) == expected
+    last = list(itertools.takewhile(lambda row: row.run_id == expected[-1].run_id, expected[::-1]))
+    assert store.last_run(chunk=chunk) == last[::-1]
+    assert len(warned) <= 1, "a history's skipped lines are said once"
+    event(f"{len(expected)} rows, {'warned' if warned else 'quiet'}")
+
+
+PART_FILES = st.one_of(
+    st.binary(max_size=200),
+    DEEP_DOCUMENTS,
+    st.builds(
+        lambda inside: (
+            b'{"schema_version":1,"kind":"firewall-probe-part","base_seed":1,"started_at":'
+            b'"2026-11-29T21:05:00Z","finished_at":"2026-11-29T21:05:00Z","complete":true,'
+            b'"specs":[],"trials":' + inside + b"}"
+        ),
+        st.one_of(DEEP_DOCUMENTS, st.just(b"{}"), JSONISH.map(lambda v: json.dumps(v).encode())),
+    ),
+)
+
+
+@FUZZ
+@given(PART_FILES)
+def test_any_probe_part_is_read_or_refused_by_name(
+    tmp_path_factory: pytest.TempPathFactory, raw: bytes
+) -> None:
+    path = tmp_path_factory.mktemp("part") / "part-1.json"
+    path.write_bytes(raw)
+    try:
+        part = load_part(path)
+    except ArtefactError as exc:
+        event("refused")
+        assert str(path) in str(exc) and exc.exit_code == ExitCode.USAGE
+    else:
+        event("read")
+        assert isinstance(part, Probed)
+
+
+JUNIT_FILES = st.one_of(
+    st.binary(max_size=200),
+    st.sampled_from(
+        [
+            b"<testsuite>" + b"<a>" * 100_000 + b"</a>" * 100_000 + b"</testsuite>",
+            b'<testsuite><testcase name="t"/>' + b"<a>" * 50_000,
+            b'<?xml version="1.0"?><testsuites><testsuite name="pytest"><testcase '
+            b'classname="tests.test_x" name="test_y"><failure message="no"/></testcase>'
+            b"</testsuite></testsuites>",
+        ]
+    ),
+    st.builds(
+        lambda name, mark: (
+            f'<testsuite><testcase classname="c" name={json.dumps(name)}>{mark}</testcase>'
+            "</testsuite>"
+        ).encode("utf-8", "replace"),
+        TEXT,
+        st.sampled_from(["", "<failure/>", "<error/>", "<skipped/>", "<failure>"]),
+    ),
+)
+
+
+@FUZZ
+@given(JUNIT_FILES, st.integers(0, 255))
+def test_any_junit_report_becomes_cases_or_an_errored_trial(
+    tmp_path_factory: pytest.TempPathFactory, raw: bytes, status: int
+) -> None:
+    directory = tmp_path_factory.mktemp("suite")
+    path = directory / "junit.xml"
+    path.write_bytes(raw)
+    outcome = _suite(path, status, b"", directory)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.error is None) != (outcome.payload is None)
+    event("errored" if outcome.error is not None else "scored")
+
+
+@FUZZ
+@given(DEEP_DOCUMENTS | st.binary(max_size=100), st.sampled_from(["stdout", "result file"]))
+def test_any_deep_or_garbage_result_is_an_errored_trial_or_a_record(
+    tmp_path_factory: pytest.TempPathFactory, raw: bytes, where: str
+) -> None:
+    result_path = tmp_path_factory.mktemp("trial") / "result.json"
+    if where == "result file":
+        result_path.write_bytes(raw)
+    outcome = _result(result_path, raw if where == "stdout" else b"", 0, b"")
+    spec = make_spec(id="deep", kind="command", target="./deep")
+    assert_sound_record(to_record(Task(spec=spec, index=0, seed=7, k=7), outcome, 0.25, 1))
 
 
 # --- what breaks the firewall today ---------------------------------------------------

@@ -14,14 +14,16 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from firewall.files import Refused, os_reason, read_capped
 from firewall.runner._supervisor import descendants, kill_all
-from firewall.runner.junit import NotJUnit, parse_junit
+from firewall.runner.junit import MAX_BYTES, NotJUnit, parse_junit
 from firewall.runner.outcome import Outcome, output_tail, signal_name, tail
 from firewall.runner.reaper import shell_mark
 from firewall.runner.trial import shorten
 
 STDOUT_KEEP_BYTES = 16 * 1024 * 1024
 STDERR_KEEP_BYTES = 64 * 1024
+RESULT_MAX_BYTES = 64 << 20  # a trial's result JSON larger than this is not one
 _TICK_S = 0.1  # how often a quiet command is checked for having exited
 _ORPHAN_GRACE_S = 0.2  # how long a background child may hold the pipes after the command exits
 _PLACEHOLDER = re.compile(r"\{(seed|trial|eval_id|result)\}")
@@ -139,10 +141,17 @@ def _suite(path: Path, status: int, stderr: bytes, cwd: Path) -> Outcome:
     directory is where pytest's cases' files are found again (``parse_junit``).
     """
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_capped(path, MAX_BYTES)
+    except FileNotFoundError:
         return Outcome(
             error=f"no JUnit XML at {path} (exit status {status}): the suite wrote no report"
+            f"{tail(stderr)}"
+        )
+    except Refused as exc:
+        return Outcome(error=f"the JUnit XML {path} {exc} (exit status {status}){tail(stderr)}")
+    except OSError as exc:
+        return Outcome(
+            error=f"cannot read the JUnit XML {path} ({os_reason(exc)}; exit status {status})"
             f"{tail(stderr)}"
         )
     try:
@@ -160,13 +169,23 @@ def _suite(path: Path, status: int, stderr: bytes, cwd: Path) -> Outcome:
 
 
 def _result(result_path: Path, stdout: bytes, status: int, stderr: bytes) -> Outcome:
+    """The trial's result: the FIREWALL_RESULT file's, else the last line of stdout.
+
+    The file is read without waiting and within ``RESULT_MAX_BYTES`` (``files.read_capped``):
+    a command that leaves a FIFO there, or a link to ``/dev/zero``, costs its trial, not
+    the run's time or memory.
+    """
     try:
-        fd = os.open(result_path, os.O_RDONLY | os.O_CLOEXEC)  # most commands write none
-    except FileNotFoundError:
+        written = read_capped(result_path, RESULT_MAX_BYTES)
+    except FileNotFoundError:  # most commands write none
         written = b""
-    else:
-        with open(fd, "rb") as file:
-            written = file.read()
+    except Refused as exc:
+        return Outcome(error=f"FIREWALL_RESULT {exc}; exit status {status}{tail(stderr)}")
+    except OSError as exc:
+        return Outcome(
+            error=f"cannot read the FIREWALL_RESULT file ({os_reason(exc)}); "
+            f"exit status {status}{tail(stderr)}"
+        )
     if written.strip():
         try:
             return Outcome(payload=json.loads(written))

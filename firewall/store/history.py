@@ -25,9 +25,11 @@ from typing import Any, BinaryIO, Protocol
 
 from firewall import output
 from firewall.artefact import Artefact
-from firewall.errors import HistoryWriteError
+from firewall.errors import HistoryReadError, HistoryWriteError
+from firewall.files import Refused, lines_capped, open_regular, os_reason
 from firewall.policy import Status
 from firewall.store.atomic import locked, write_atomic
+from firewall.store.jsonfile import loads
 from firewall.timeutil import to_text
 
 
@@ -156,9 +158,12 @@ class LocalHistory:
     """The history as one JSON-lines file, appended under a lock.
 
     Lines that are not rows (torn by an interrupted write of an older version, or
-    edited by hand) are skipped; the first read that meets one says so, once, through
-    ``warn``. A torn tail (no newline yet) is skipped silently: it may be a write in
-    progress.
+    edited by hand, nested past what a parser reads, longer than ``MAX_LINE_BYTES``)
+    are skipped; the first read that meets one says so, once, through ``warn``. A
+    torn tail (no newline yet) is skipped silently: it may be a write in progress.
+    Every read holds at most a line (of at most ``MAX_LINE_BYTES``) and a chunk in
+    memory. A history that is no regular file (a FIFO, a link to ``/dev/zero``) or
+    cannot be opened is a ``HistoryReadError`` naming it.
     """
 
     def __init__(self, path: Path, *, warn: Callable[[str], None] = output.warn) -> None:
@@ -189,6 +194,24 @@ class LocalHistory:
                     os.close(fd)
         except OSError as exc:
             raise self._write_error(len(rows), exc, intact=True) from exc
+
+    def _open(self) -> BinaryIO | None:
+        """The history file open for reading, or None when there is none yet."""
+        try:
+            fd = open_regular(self.path)
+        except FileNotFoundError:
+            return None
+        except Refused as exc:
+            raise HistoryReadError(
+                f"{self.path}: the history {exc}; point `history` in the config at a "
+                "JSON-lines file, or remove what is there"
+            ) from None
+        except OSError as exc:
+            raise HistoryReadError(
+                f"{self.path}: cannot read the history ({os_reason(exc)}); make it a readable "
+                "file, or point `history` in the config at another one"
+            ) from None
+        return os.fdopen(fd, "rb")
 
     def _append_locked(self, fd: int, data: bytes, count: int) -> None:
         size = os.fstat(fd).st_size
@@ -222,14 +245,16 @@ class LocalHistory:
     def scan(self, eval_ids: Collection[str] | None = None) -> Iterator[HistoryRow]:
         """Rows in file order. With ``eval_ids``, rows of other evals are skipped before they
         are parsed (rows written here start with their ``eval_id``)."""
-        try:
-            handle = self.path.open("rb")
-        except FileNotFoundError:
+        handle = self._open()
+        if handle is None:
             return
         wanted = _wanted(eval_ids)
         skipped = 0
         with handle:
-            for line in handle:
+            for line in lines_capped(handle.fileno(), MAX_LINE_BYTES):
+                if line is None:
+                    skipped += 1
+                    continue
                 if wanted is not None and _other_eval(line, wanted):
                     continue
                 row = _parse(line)
@@ -248,9 +273,8 @@ class LocalHistory:
         take the length of a run: the read stops at a row older than ``since`` by
         ``APPEND_LAG``. What it costs is the window's rows, not the history's age.
         """
-        try:
-            handle = self.path.open("rb")
-        except FileNotFoundError:
+        handle = self._open()
+        if handle is None:
             return []
         start, stop = to_text(since), to_text(since - APPEND_LAG)
         wanted = _wanted(eval_ids)
@@ -260,12 +284,12 @@ class LocalHistory:
             for lines in _blocks_backwards(handle, chunk):
                 rows: list[HistoryRow] = []
                 for index, line in enumerate(lines):
-                    if wanted is not None and _other_eval(line, wanted):
+                    if line is not None and wanted is not None and _other_eval(line, wanted):
                         continue
-                    row = _parse(line)
+                    row = None if line is None else _parse(line)
                     if row is None:
                         tail = not blocks and index == len(lines) - 1
-                        skipped += not tail and bool(line.strip())
+                        skipped += not tail and (line is None or bool(line.strip()))
                     elif row.build_ts >= start and (
                         wanted is None or row.eval_id.encode() in wanted
                     ):
@@ -282,15 +306,14 @@ class LocalHistory:
         A run's rows are appended in one write, so they are the last contiguous
         lines sharing a ``run_id``.
         """
-        try:
-            handle = self.path.open("rb")
-        except FileNotFoundError:
+        handle = self._open()
+        if handle is None:
             return []
         newest: list[HistoryRow] = []  # the last row first
         with handle:
             for lines in _blocks_backwards(handle, chunk):
                 for line in reversed(lines):
-                    row = _parse(line)
+                    row = None if line is None else _parse(line)
                     if row is None:
                         continue
                     if newest and row.run_id != newest[0].run_id:
@@ -300,14 +323,19 @@ class LocalHistory:
 
     def compact(self, *, keep_after: str) -> tuple[int, int]:
         """Drop rows whose build_ts is before ``keep_after`` (ISO text); return (kept, dropped)."""
-        if not self.path.exists():
+        there = self._open()
+        if there is None:
             return 0, 0
+        there.close()
         with locked(self.path, "history"):
             kept, dropped = [], 0
-            with self.path.open("rb") as handle:
-                for line in handle:
-                    row = _parse(line)
-                    if row is not None and row.build_ts >= keep_after:
+            handle = self._open()
+            if handle is None:
+                return 0, 0
+            with handle:
+                for line in lines_capped(handle.fileno(), MAX_LINE_BYTES):
+                    row = None if line is None else _parse(line)
+                    if line is not None and row is not None and row.build_ts >= keep_after:
                         kept.append(line if line.endswith(b"\n") else line + b"\n")
                     else:
                         dropped += 1
@@ -324,36 +352,52 @@ class LocalHistory:
             )
 
 
+# A history row is a few hundred bytes: a line longer than this is none, and is skipped
+# without being held in memory.
+MAX_LINE_BYTES = 1 << 20
+
 # How long after its start a run may append its rows: a row built this long before a
 # window began ends the backward read (every row before it was appended before it).
 APPEND_LAG = dt.timedelta(days=1)
 
 
-def _blocks_backwards(handle: BinaryIO, chunk: int) -> Iterator[list[bytes]]:
+def _blocks_backwards(handle: BinaryIO, chunk: int) -> Iterator[list[bytes | None]]:
     """The file's lines, without their newlines, in blocks of about ``chunk`` bytes: the
     last block first, each block's lines in file order. A block's last item is what
     follows its last newline: empty, but in the first block the file's torn tail if
-    it has one."""
+    it has one. A line longer than ``MAX_LINE_BYTES`` is None, its bytes dropped as they
+    are read, so that a read holds at most a block and a line."""
+    cap = MAX_LINE_BYTES
     pos = handle.seek(0, os.SEEK_END)
     carry = b""  # the start of the block after this one: the end of a line cut in two
+    overlong = False  # that line is longer than ``cap``: its end was dropped
     while pos > 0:
         start = max(0, pos - chunk)
         handle.seek(start)
         block = handle.read(pos - start) + carry
         pos = start
+        dropped, overlong, carry = overlong, False, b""  # dropped: the last line began here
         if start > 0:
             cut = block.find(b"\n") + 1  # this block's first line began before it
             if cut == 0:  # a line longer than a block
-                carry = block
+                overlong = dropped or len(block) > cap
+                carry = b"" if overlong else block
                 continue
             carry, block = block[:cut], block[cut:]
-        yield block.split(b"\n")
+            if len(carry) > cap:
+                carry, overlong = b"", True
+        lines: list[bytes | None] = [
+            line if len(line) <= cap else None for line in block.split(b"\n")
+        ]
+        if dropped:
+            lines[-1] = None
+        yield lines
 
 
-def _begins_before(lines: Sequence[bytes], stop: str) -> bool:
+def _begins_before(lines: Sequence[bytes | None], stop: str) -> bool:
     """Whether the first line of the block that carries a build time is older than ``stop``."""
     for line in lines:
-        found = _BUILD_TS.search(line)
+        found = None if line is None else _BUILD_TS.search(line)
         if found is not None:
             return found.group(1).decode("utf-8", "replace") < stop
     return False
@@ -380,8 +424,8 @@ def _new_run_id() -> str:
 
 def _parse(line: bytes) -> HistoryRow | None:
     try:
-        data = json.loads(line.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError included
+        data = loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and a line nested too deep included
         return None
     return HistoryRow.from_json(data)
 

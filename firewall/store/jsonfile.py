@@ -10,13 +10,13 @@ from __future__ import annotations
 import codecs
 import json
 import math
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from firewall.errors import ArtefactError
+from firewall.files import Refused, os_reason, read_capped
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -71,33 +71,68 @@ def _nul_pattern(head: bytes) -> str:
     return "UTF-16 or UTF-32"
 
 
+MAX_DOCUMENT_BYTES = 256 << 20  # a report or probe part larger than this is not one
+NESTED_TOO_DEEP = "nested too deep to read"
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads``, but a document nested past the interpreter's recursion limit is the
+    ``ValueError`` any other JSON that cannot be read is, never a ``RecursionError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(NESTED_TOO_DEEP) from None
+
+
 def non_finite(data: Any, at: Location = ()) -> list[Location]:
-    """Where the NaNs and infinities in parsed JSON are, in document order."""
-    if isinstance(data, float) and not math.isfinite(data):
-        return [at]
-    if isinstance(data, dict):
-        children: Iterable[tuple[str | int, Any]] = data.items()
-    elif isinstance(data, list):
-        children = enumerate(data)
-    else:
-        return []
-    return [found for key, value in children for found in non_finite(value, (*at, key))]
+    """Where the NaNs and infinities in parsed JSON are, in document order.
+
+    Walked without recursion: what ``json.loads`` could nest, this reads whatever
+    depth of the stack it is called at.
+    """
+    found = []
+    stack: list[tuple[Location, Any]] = [(at, data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(where)
+        elif isinstance(value, dict):
+            stack.extend(((*where, key), child) for key, child in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend(
+                ((*where, index), child) for index, child in reversed(list(enumerate(value)))
+            )
+    return found
 
 
 NON_FINITE = "NaN and infinities are not JSON (jq and JavaScript refuse them)"
 
 
 def read_versioned(
-    path: Path, model: type[M], *, what: str, version: int, kind: str | None = None, hint: str = ""
+    path: Path,
+    model: type[M],
+    *,
+    what: str,
+    version: int,
+    kind: str | None = None,
+    hint: str = "",
+    cap: int = MAX_DOCUMENT_BYTES,
 ) -> M:
-    """Parse ``path`` as ``model``, refusing other kinds and unknown schema versions."""
+    """Parse ``path`` as ``model``, refusing other kinds and unknown schema versions, and
+    a file that is no regular file or larger than ``cap``."""
     try:
-        data = json.loads(decode_utf8(path.read_bytes()))
+        raw = read_capped(path, cap)
     except FileNotFoundError:
         raise ArtefactError(f"{path}: no such {what}") from None
+    except Refused as exc:
+        raise ArtefactError(f"{path}: the {what} {exc}") from None
+    except OSError as exc:
+        raise ArtefactError(f"{path}: cannot read the {what} ({os_reason(exc)})") from None
+    try:
+        data = loads(decode_utf8(raw))
     except NotUtf8 as exc:
         raise ArtefactError(f"{path}: the {what} {exc}") from None
-    except (OSError, ValueError) as exc:  # JSONDecodeError included
+    except ValueError as exc:  # JSONDecodeError included
         raise ArtefactError(f"{path}: not a {what}: invalid JSON ({exc})") from None
     if not isinstance(data, dict) or (kind is not None and data.get("kind") != kind):
         raise ArtefactError(f"{path}: not a {what}{hint}")
@@ -112,6 +147,8 @@ def read_versioned(
         raise ArtefactError(f"{path}: malformed {what} at {where}: {NON_FINITE}")
     try:
         return model.model_validate(data)
+    except RecursionError:
+        raise ArtefactError(f"{path}: malformed {what}: {NESTED_TOO_DEEP}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

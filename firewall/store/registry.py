@@ -25,12 +25,14 @@ from pydantic_core import ErrorDetails
 
 from firewall.config import ID_PATTERN, parse_owner
 from firewall.errors import RegistryError
+from firewall.files import Refused, os_reason, read_capped, size_text
 from firewall.lifecycle import Entry
 from firewall.store.atomic import locked, write_atomic
-from firewall.store.jsonfile import NON_FINITE, NotUtf8, decode_utf8, non_finite
+from firewall.store.jsonfile import NON_FINITE, NotUtf8, decode_utf8, loads, non_finite
 from firewall.text import one_line
 
 SCHEMA_VERSION = 1
+MAX_BYTES = 64 << 20  # some 200,000 entries: a registry larger than this is not one
 _EVAL_ID = re.compile(ID_PATTERN.removeprefix("^").removesuffix("$"))
 
 
@@ -50,11 +52,19 @@ class Registry:
     def read(self) -> dict[str, Entry]:
         """The entries by eval id; empty when the file does not exist yet."""
         try:
-            raw = self.path.read_bytes()
+            raw = read_capped(self.path, MAX_BYTES)
         except FileNotFoundError:
             return {}
+        except Refused as exc:
+            raise RegistryError(
+                f"{self.path}: the quarantine registry {exc} (a JSON file of at most "
+                f"{size_text(MAX_BYTES)}); restore it (e.g. `git checkout -- {self.path}`)"
+            ) from None
         except OSError as exc:
-            raise RegistryError(f"{self.path}: cannot read the quarantine registry: {exc}") from exc
+            raise RegistryError(
+                f"{self.path}: cannot read the quarantine registry ({os_reason(exc)}); "
+                "it must be a readable JSON file"
+            ) from None
         return parse_registry(raw, source=str(self.path))
 
     @contextlib.contextmanager
@@ -99,15 +109,14 @@ def parse_registry(content: str | bytes, *, source: str) -> dict[str, Entry]:
     """The entries of a registry document; ``source`` names it in every error."""
     try:
         text = content if isinstance(content, str) else decode_utf8(content)
-        data = json.loads(text)
+        data = loads(text)
     except NotUtf8 as exc:
         raise RegistryError(
             f"{source}: the quarantine registry {exc}; it was left untouched"
         ) from None
-    except (ValueError, RecursionError) as exc:
-        why = "nested too deep to read" if isinstance(exc, RecursionError) else str(exc)
+    except ValueError as exc:
         raise RegistryError(
-            f"{source}: the quarantine registry is not valid JSON ({why}); "
+            f"{source}: the quarantine registry is not valid JSON ({exc}); "
             f"fix or restore it (e.g. `git checkout -- {source}`); it was left untouched"
         ) from None
     version = data.get("schema_version") if isinstance(data, dict) else None
@@ -182,7 +191,8 @@ def _where(loc: Sequence[str | int]) -> str:
 def _message(error: ErrorDetails) -> str:
     message = error["msg"].removeprefix("Value error, ")
     got = error.get("input")
-    if isinstance(got, (dict, list)) or error["type"] == "missing":
+    # json_invalid's input is the whole document: the message says where the problem is.
+    if isinstance(got, (dict, list)) or error["type"] in ("missing", "json_invalid"):
         return message
     return f"{message} (got {json.dumps(got)})"
 

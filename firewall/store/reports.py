@@ -3,14 +3,14 @@ checked."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from firewall.artefact import SCHEMA_VERSION, Artefact
 from firewall.errors import ArtefactError
+from firewall.files import Refused, read_capped
 from firewall.secrets import Secrets
 from firewall.store.atomic import write_atomic
-from firewall.store.jsonfile import read_versioned
+from firewall.store.jsonfile import MAX_DOCUMENT_BYTES, loads, read_versioned
 
 
 def write_report(path: Path, artefact: Artefact, *, secrets: Secrets | None = None) -> None:
@@ -39,7 +39,7 @@ def load_report(path: Path) -> Artefact:
 
 def _is_probe_part(path: Path) -> bool:
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        data = loads(read_capped(path, MAX_DOCUMENT_BYTES))
+    except (OSError, Refused, ValueError):
         return False
     return isinstance(data, dict) and data.get("kind") == "firewall-probe-part"
