@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from builders import command_spec, python_spec, write_module
+from processes import alive
 
 from firewall.runner import Interrupted, Runner, Task, replay
 from firewall.runner.python import worker_command
@@ -33,22 +34,6 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 FIREWALL = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "firewall"
 SEED = 1234567
 PATIENCE_S = 30.0
-
-
-def alive(marker: str) -> list[int]:
-    """The pids of the live processes with an argument that starts with ``marker``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            arguments = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{name}/stat").read_bytes().rpartition(b")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if any(a.startswith(marker.encode()) for a in arguments) and state not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
 
 
 def marked(variable: str, value: str) -> list[int]:
