@@ -127,7 +127,8 @@ def main() -> None:
 
     Exit codes: 0 nothing blocking failed (quarantines are not failures),
     1 a blocking eval failed, 2 usage or configuration error, 3 a blocking
-    eval errored, 4 an internal error of the firewall itself, 130 interrupted.
+    eval errored, 4 an internal error of the firewall itself, 5 no eval was
+    selected, 130 interrupted.
     """
 
 

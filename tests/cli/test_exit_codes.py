@@ -103,3 +103,23 @@ def test_every_command_refuses_a_directory_history(project: Path, command: list[
     assert result.exit_code == 2
     assert "history = 'hist' is a directory" in result.stderr
     assert not (project / "ran.txt").exists()
+
+
+def test_every_exit_code_is_told_in_the_help_and_the_action() -> None:
+    """A CI script reads the status: each code the firewall can exit with is named where a
+    user looks, `firewall --help` and the action's `exit-code` output."""
+    import re
+    from pathlib import Path
+
+    import yaml
+    from click.testing import CliRunner
+
+    from firewall.cli import main
+    from firewall.errors import ExitCode
+
+    told = CliRunner().invoke(main, ["--help"]).output
+    said = {int(n) for n in re.findall(r"\b(\d+)\s+[a-z]", told.split("Exit codes:", 1)[1])}
+    assert said >= {int(code) for code in ExitCode}
+    action = yaml.safe_load((Path(__file__).parents[2] / "action.yml").read_text())
+    described = action["outputs"]["exit-code"]["description"]
+    assert {int(n) for n in re.findall(r"\d+", described)} == {int(code) for code in ExitCode}
