@@ -224,6 +224,7 @@ def _comment_on_pull_request(ctx: Context, result: RunResult, *, issues: bool) -
         return []
     talks = result.dry_run or not issues  # says what it would post, calls nothing
     if not talks and not (env.get("GITHUB_TOKEN") and env.get("GITHUB_REPOSITORY")):
+        _no_token(ctx)
         return []
     if not ctx.checkout.pull_request:
         return [
@@ -259,13 +260,7 @@ def _tracker(
     if not ctx.settings.github.issues:
         return None
     if not wanted:
-        if ctx.in_actions:  # a plain `run:` step: GitHub hands it no token unless told to
-            ctx.notice(
-                "[github] issues is on, but this step has no GITHUB_TOKEN: no issue was "
-                "opened or updated, no comment posted; hand it the token (`env: "
-                "GITHUB_TOKEN: ${{ github.token }}`, with `permissions: issues: write`), "
-                "use the action, or set [github] issues = false"
-            )
+        _no_token(ctx)
         return None
     budget = github_budget(ctx)
     if budget.spent:  # its one warning said so: the rest of the command's GitHub work waits
@@ -290,6 +285,18 @@ def _tracker(
     except IssueError as exc:
         problems.append(f"{exc}; no issue was opened or updated")
         return None
+
+
+def _no_token(ctx: Context) -> None:
+    """In a GitHub step without a token (a plain `run:` step: GitHub hands it none unless
+    told to), the issues and the comment the config asks for cannot be; said once."""
+    if ctx.in_actions:
+        ctx.notice(
+            "this step has no GITHUB_TOKEN (and GITHUB_REPOSITORY): no issue was opened or "
+            "updated and no pull-request comment posted; hand it the token (`env: "
+            "GITHUB_TOKEN: ${{ github.token }}`, with `permissions: issues: write`), use the "
+            "action, or turn them off ([github] issues = false, comment = false)"
+        )
 
 
 def github_budget(ctx: Context) -> Budget:

@@ -224,6 +224,11 @@ class Reviewed(Keeper):
         _apply_issues(current, numbers, dropped)
         self._entries = current
         if self.shared is None:
+            self.notice(
+                f"the issue numbers learnt ({', '.join(sorted({*numbers, *dropped}))}) are not "
+                f"kept: [state] remote {self.settings.state.remote or '(none)'!r} is not a git "
+                "remote of this checkout; the next run finds the issues again by their marker"
+            )
             return
         changes: dict[str, Callable[[Progress | None], Progress | None]] = {}
         for eval_id in {*numbers, *dropped}:

@@ -98,11 +98,3 @@ class StateFile(Generic[Model]):
 
 PROGRESS: StateFile[Progress] = StateFile(PROGRESS_PATH, ProgressFile)
 CANDIDATES: StateFile[Candidate] = StateFile(CANDIDATES_PATH, CandidatesFile)
-
-
-def parse_progress(text: str | None) -> dict[str, Progress] | None:
-    return PROGRESS.parse(text)
-
-
-def render_progress(progress: Mapping[str, Progress]) -> str:
-    return PROGRESS.render(progress)
