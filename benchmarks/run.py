@@ -42,6 +42,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results"
 BIN = Path(sys.executable).parent
+# --code DIR puts DIR first on the measured processes' import path (a before/after pair
+# of the same run: the old tree exported with `git archive`, the worktree itself).
+CODE: str | None = None
 
 # Scenario sizes (the brief's shapes).
 TRIVIAL_EVALS, K = 1000, 7
@@ -265,6 +268,9 @@ def clean_env() -> dict[str, str]:
     }
     env.pop("CI", None)
     env.pop("PYTHONPATH", None)
+    if CODE is not None:
+        # --code: measure that checkout's firewall package instead of the installed one.
+        env["PYTHONPATH"] = CODE
     # Byte-code caches on (the warm-up run writes them), as in a CI job with an installed
     # package: otherwise every process recompiles every module it imports at each start.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -913,7 +919,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="GROUP[,GROUP...]",
         help=f"run only these scenario groups, of: {', '.join(GROUPS)} (default: all)",
     )
+    parser.add_argument(
+        "--code",
+        default=None,
+        metavar="DIR",
+        help="import firewall from this checkout (PYTHONPATH of the measured processes)",
+    )
     args = parser.parse_args(argv)
+    global CODE
+    CODE = str(Path(args.code).resolve()) if args.code else None
     reps = args.repetitions or (1 if args.quick else 5)
     groups: list[str] = args.only or list(GROUPS)
     selected = {name for group in groups for name in GROUPS[group]}

@@ -45,7 +45,7 @@ from firewall.runner.pool import Alone, AsyncPool
 from firewall.runner.python import PythonWorker
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
-from firewall.runner.throttle import Throttle
+from firewall.runner.throttle import Meter, Throttle
 from firewall.runner.trial import SuiteCase, TrialRecord, error_record, record_from_payload
 from firewall.secrets import TOKEN_NAMES, without_token
 from firewall.spec import EvalSpec
@@ -116,7 +116,7 @@ class Runner:
         self._in_flight = 0  # trials running now
         self._unrecorded = 0  # trials handed out whose records the schedule has not had
         self._active: dict[int, int] = {}  # slot -> pid of the process running its trial
-        self._throttle = Throttle()  # the run's rate limits, shared by every slot
+        self._throttle = Throttle()  # the run's rate limits (their logs in the scratch)
         self._pool: AsyncPool | None = None  # the async trials' workers, while a run lasts
         self._command_env: Mapping[str, str] | None = None  # a command's, if not inherited
 
@@ -136,6 +136,7 @@ class Runner:
         done: queue.SimpleQueue[tuple[int, TrialRecord | None]] = queue.SimpleQueue()
         base = trial_environment(share_token=self._share_token)
         with Reaper(base) as reaper:
+            self._throttle = Throttle(reaper.scratch)
             # A command's shell inherits the firewall's environment (the cheaper spawn)
             # unless the trials' must differ from it.
             self._command_env = None if base is None else reaper.environment
@@ -246,8 +247,13 @@ class Runner:
                 result_path = (
                     scratch if task.spec.kind == "python" else scratch / f"{position}.json"
                 )
-                # A provider's rate limit: the trial waits for its token, not its timeout.
-                self._throttle.wait(task.spec.rate_bucket, task.spec.rate, self._halted.wait)
+                # A provider's rate limit: a Python trial takes its token in its worker, just
+                # before the call; a command's is taken here, just before its shell starts.
+                spec = task.spec
+                rate = self._throttle.meter(spec.rate_bucket, spec.rate)
+                if rate is not None and spec.kind == "command":
+                    self._throttle.wait(spec.rate_bucket, spec.rate, self._halted.wait)
+                    rate = None
                 if self._halted.is_set():
                     return
                 started = time.perf_counter()
@@ -261,6 +267,7 @@ class Runner:
                         register=register,
                         pool=pool,
                         env=self._command_env,
+                        rate=rate,
                     )
                 except Exception as exc:  # a runner bug costs one trial, not the run
                     outcome = Outcome(error=f"internal error running the trial: {exc!r}")
@@ -290,6 +297,7 @@ def execute(
     keep_output: bool = False,
     pool: AsyncPool | None = None,
     env: Mapping[str, str] | None = None,
+    rate: Meter | None = None,
 ) -> Outcome:
     """Run one trial of one eval and return what it reported.
 
@@ -298,7 +306,8 @@ def execute(
     is not the firewall's own (``trial_environment``). ``keep_output`` keeps what the trial
     printed even when it succeeded (`firewall replay`); otherwise only an errored
     trial's is kept. With a ``pool``, an async Python eval's trial runs there,
-    unless the eval is isolated or the pool hands it back to run alone.
+    unless the eval is isolated or the pool hands it back to run alone. ``rate``: the
+    start log a Python trial takes its token from, in its worker (``throttle.py``).
     """
     spec = task.spec
     handed_back: Alone | None = None
@@ -310,6 +319,7 @@ def execute(
             spec.timeout,
             register,
             import_timeout=spec.import_timeout,
+            rate=rate,
         )
         if isinstance(pooled, Outcome):
             return pooled
@@ -323,6 +333,7 @@ def execute(
             spec.timeout,
             register,
             import_timeout=spec.import_timeout,
+            rate=rate,
         )
         if keep_output and outcome.output is None:
             outcome.output = worker.printed()

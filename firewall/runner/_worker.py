@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
     Eval = tuple[Callable[..., Any], bool, bool]  # function, takes `trial`, is async
 
+Meter = tuple[str, int, float]
+"""A rate limit's start log: its file, how many starts it keeps, the window (throttle.py)."""
+
 _FUNCTION = type(lambda: None)
 _PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 _VARARGS, _VARKEYWORDS, _COROUTINE = 0x04, 0x08, 0x80  # inspect.CO_VARARGS, ...
@@ -126,6 +129,10 @@ def serve(*, own_log: bool = False) -> None:
                 import asyncio
 
                 loop = asyncio.new_event_loop()
+            if request.get("rate"):
+                waited = take_start(request["rate"])
+                if waited:  # the trial's own timeout starts now, not at the request
+                    replies.write(json.dumps({"waited": waited}) + "\n")
             called = time.perf_counter()  # the call alone: no boot, no import, no protocol
             if is_async:
                 assert loop is not None
@@ -364,6 +371,11 @@ class _Pool:
             kwargs = {"seed": request["seed"]}
             if takes_trial:
                 kwargs["trial"] = request["trial"]
+            rate = request.get("rate")
+            if rate:  # the token, taken where the trial starts: nothing awaits in between
+                trial.deadline = float("inf")
+                while (due := try_start(*rate)) > 0:
+                    await asyncio.sleep(due)
             trial.held = 0.0
             trial.deadline = time.monotonic() + trial.timeout
             trial.started = time.perf_counter()
@@ -491,6 +503,59 @@ class _Pool:
         trial.blocked = max(trial.blocked, now - self.beat_at)  # so far: it may reply first
         if now >= trial.deadline:
             raise Blocked
+
+
+# ------------------------------------------------------------------ rate limits
+#
+# A bucket's start log (throttle.py says why): ``starts`` doubles, oldest first, in a file
+# every process of the run opens; a start is taken under an exclusive flock, so that the
+# log orders the starts of every worker and slot of the run.
+
+_LOGS: dict[str, int] = {}  # path -> an open descriptor
+
+
+def new_log(path: str, starts: int) -> None:
+    """An empty start log: no start yet, so the first ``starts`` go at once."""
+    import struct
+
+    with open(path, "wb") as file:
+        file.write(struct.pack(f"{starts}d", *([float("-inf")] * starts)))
+
+
+def try_start(
+    path: str, starts: int, window: float, clock: Callable[[], float] = time.monotonic
+) -> float:
+    """Take a start now (0.0), or say how long until one is due (seconds).
+
+    The clock is read under the lock: a start logged earlier than it happened would let
+    the start one window later come early."""
+    import fcntl
+    import struct
+
+    fd = _LOGS.get(path)
+    if fd is None:
+        fd = _LOGS[path] = os.open(path, os.O_RDWR)
+    size = 8 * starts
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        log = struct.unpack(f"{starts}d", os.pread(fd, size, 0))
+        now = clock()
+        due = log[0] + window - now
+        if due > 0:
+            return due
+        os.pwrite(fd, struct.pack(f"{starts}d", *log[1:], now), 0)
+        return 0.0
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def take_start(meter: Meter) -> float:
+    """Wait for a start of this bucket; the seconds waited."""
+    waited = 0.0
+    while (due := try_start(*meter)) > 0:
+        time.sleep(due)
+        waited += due
+    return waited
 
 
 def adopt_orphans() -> bool:

@@ -136,11 +136,17 @@ class _PoolWorker:
         return len(self._pending)
 
     def send(
-        self, target: str, seed: int, trial: int, timeout: float, import_timeout: float
+        self,
+        target: str,
+        seed: int,
+        trial: int,
+        timeout: float,
+        import_timeout: float,
+        rate: tuple[str, int, float] | None = None,
     ) -> _Pending:
         ident = next(self._ids)
         pending = _Pending(target, timeout, import_timeout)
-        request = {
+        request: dict[str, Any] = {
             "id": ident,
             "target": target,
             "seed": seed,
@@ -148,6 +154,8 @@ class _PoolWorker:
             "timeout": timeout,
             "import_timeout": import_timeout,
         }
+        if rate is not None:
+            request["rate"] = rate  # the worker takes the token just before the call
         data = (json.dumps(request) + "\n").encode()
         with self._lock:
             if not self.alive or len(data) > select.PIPE_BUF:
@@ -304,6 +312,7 @@ class AsyncPool:
         timeout: float,
         register: Callable[[int | None], None] = lambda pid: None,
         import_timeout: float = 120.0,
+        rate: tuple[str, int, float] | None = None,
     ) -> Outcome | Alone:
         """Run one trial on a pool worker, or say why it must run alone instead."""
         if target in self._alone:
@@ -311,7 +320,7 @@ class AsyncPool:
         if self._stopped:
             return Outcome(error=INTERRUPTED)
         worker = self._pick()
-        pending = worker.send(target, seed, trial, timeout, import_timeout)
+        pending = worker.send(target, seed, trial, timeout, import_timeout, rate)
         register(worker.proc.pid)
         try:
             pending.wait()

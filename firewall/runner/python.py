@@ -86,6 +86,7 @@ class PythonWorker:
         timeout: float,
         register: Callable[[int | None], None] = lambda pid: None,
         import_timeout: float = DEFAULT_IMPORT_TIMEOUT,
+        rate: tuple[str, int, float] | None = None,
     ) -> Outcome:
         """Run one trial; a hang or a crash costs this trial and this worker, nothing more.
 
@@ -110,7 +111,7 @@ class PythonWorker:
                 outcome = failed
             else:
                 outcome = self._exchange(
-                    proc, target, seed, trial, timeout, deadline, import_timeout
+                    proc, target, seed, trial, timeout, deadline, import_timeout, rate
                 )
                 outcome.boot_s = booted
         finally:
@@ -149,9 +150,13 @@ class PythonWorker:
         timeout: float,
         deadline: float,
         import_timeout: float,
+        rate: tuple[str, int, float] | None = None,
     ) -> Outcome:
         assert proc.stdin is not None and proc.stdout is not None
-        request = json.dumps({"target": target, "seed": seed, "trial": trial}) + "\n"
+        fields: dict[str, Any] = {"target": target, "seed": seed, "trial": trial}
+        if rate is not None:
+            fields["rate"] = rate  # the worker takes the token just before the call
+        request = json.dumps(fields) + "\n"
         try:
             proc.stdin.write(request.encode())
             proc.stdin.flush()
@@ -190,6 +195,9 @@ class PythonWorker:
             if "imported" in reply and imported is None:
                 imported = float(reply["imported"])
                 self._loaded.add(target)
+                deadline = time.monotonic() + timeout
+                continue
+            if "waited" in reply:  # for its rate limit's token: the timeout starts now
                 deadline = time.monotonic() + timeout
                 continue
             break
