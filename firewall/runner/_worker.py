@@ -540,7 +540,7 @@ def try_start(
     try:
         log = struct.unpack(f"{starts}d", os.pread(fd, size, 0))
         now = clock()
-        due = log[0] + window - now
+        due: float = log[0] + window - now
         if due > 0:
             return due
         os.pwrite(fd, struct.pack(f"{starts}d", *log[1:], now), 0)
