@@ -7,8 +7,10 @@ counts trials, not the model calls a trial makes.
 A bucket never lets more than ``rate`` trials start in any one-second window,
 from the first second on: it is the log of the bucket's last ``starts`` start
 times, and a trial starts only once the oldest of them is a ``window`` old
-(``meter``). A token bucket that starts full lets a second's worth go at once
-and then ``rate`` more within the same second; this one does not.
+(``meter``; the window is kept 50 ms longer, ``_worker.SLACK_S``, for the moment
+between a token and the eval's first instruction). A token bucket that starts full
+lets a second's worth go at once and then ``rate`` more within the same second; this
+one does not.
 
 The token is taken where the trial really starts, not when it leaves its slot:
 a Python trial takes it in its worker, after the worker has booted and imported
