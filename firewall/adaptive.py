@@ -51,6 +51,7 @@ from firewall.policy import (
     item_test,
     measure,
 )
+from firewall.runner.schedule import Seen
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import EPSILON, Stats, sorted_iqr, sorted_median, wilson_interval
@@ -98,9 +99,49 @@ def wanted(spec: EvalSpec, trials: Sequence[TrialRecord]) -> int:
         return spec.k
     if n < spec.k:
         return n if settle(spec, trials) is not None else spec.k
-    if n >= spec.max_k or close(spec, decide(spec, trials), _scored(trials)) is None:
+    if n >= spec.max_k:
+        return n
+    if close(spec, _decided(spec, trials), _scored(trials)) is None:
         return n
     return min(n + step(spec), spec.max_k)
+
+
+def may_settle(spec: EvalSpec, seen: Seen) -> bool:
+    """Whether ``settle`` could find a probe settled, from what its trials showed so far:
+    False unless an error, a violation, a pass-rate gate or scores further apart than F
+    (each the first test of one of its ways to settle), so that the trials of a stable
+    eval are not re-judged one by one."""
+    return (
+        seen.errored > spec.max_errors
+        or spec.k - seen.errored < spec.min_scored
+        or seen.violated
+        or spec.min_pass_rate is not None
+        or seen.high - seen.low > spec.flakiness + EPSILON
+    )
+
+
+# The decision ``wanted`` took on a probe's trials, kept for ``conclude`` when the probe
+# ends on exactly those (the same record objects, in trial order), so that an eval is
+# decided once: eval id -> (spec, trials, decision).
+_DECIDED: dict[str, tuple[EvalSpec, tuple[TrialRecord, ...], Decision]] = {}
+
+
+def _decided(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
+    ordered = tuple(sorted(trials, key=lambda trial: trial.index))
+    decision = decide(spec, ordered)
+    _DECIDED[spec.id] = (spec, ordered, decision)
+    return decision
+
+
+def _decision(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
+    """``decide``, or the decision ``wanted`` took on these very trials."""
+    kept = _DECIDED.pop(spec.id, None)
+    if kept is not None:
+        was, ordered, decision = kept
+        same = was is spec and len(ordered) == len(trials)
+        if same and all(a is b for a, b in zip(ordered, trials, strict=True)):
+            return decision
+    return decide(spec, trials)
 
 
 def conclude(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Decision, Stop] | None:
@@ -118,7 +159,7 @@ def conclude(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Decision, S
         if settled is None:
             return None
         return settled, Stop(trials=n, planned=spec.k, why="settled")
-    decision = decide(spec, trials)
+    decision = _decision(spec, trials)
     near = close(spec, decision, _scored(trials)) or ""
     if near and n < spec.max_k:
         return decision, Stop(trials=n, planned=spec.k, why="interrupted", near=near)

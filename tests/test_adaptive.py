@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -11,8 +12,10 @@ from builders import error_trial, make_spec, trial, trials
 
 from firewall import adaptive
 from firewall.adaptive import conclude, least_iqr, settle, wanted
-from firewall.policy import Status, decide
+from firewall.policy import Decision, Status, decide
+from firewall.runner.schedule import Schedule, Seen
 from firewall.runner.trial import TrialRecord
+from firewall.spec import EvalSpec
 
 FLAKY = [0.5, 0.95, 0.55, 0.9]  # four trials far apart: no three more can bring them within F
 
@@ -229,3 +232,81 @@ def test_a_pass_rate_gate_past_help_is_not_extended() -> None:
     assert wanted(spec, passes) == 7
     reachable = make_spec(k=7, max_k=60, min_pass_rate=0.9, threshold=0.5)
     assert wanted(reachable, passes) == 10  # 60 of 60 would clear it: worth more trials
+
+
+def run_schedule(
+    spec: EvalSpec, scores: list[float], monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[int], list[TrialRecord]]:
+    """Hand out and record trials one at a time, as the runner does at concurrency 1; the
+    number of trials each call to ``wanted`` saw, and the trials run."""
+    asked: list[int] = []
+
+    def counted(spec: EvalSpec, trials: Sequence[TrialRecord]) -> int:
+        asked.append(len(trials))
+        return wanted(spec, trials)
+
+    schedule = Schedule([spec], 7, wanted=counted, may_settle=adaptive.may_settle)
+    while (task := schedule.next_task()) is not None:
+        schedule.record(task, trial(scores[task.index], index=task.index))
+    return asked, schedule.results()[spec.id]
+
+
+def test_a_stable_probe_is_judged_once_when_its_planned_trials_are_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked, ran = run_schedule(make_spec(k=7), [0.9] * 7, monkeypatch)
+    assert asked == [7]  # not after each of the first six: no curtailment could apply
+    assert len(ran) == 7
+
+
+def test_a_probe_is_asked_early_once_curtailment_can_apply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked, ran = run_schedule(make_spec(k=7), [0.5, 0.95, 0.55, 0.9, 0.5, 0.9, 0.5], monkeypatch)
+    assert asked == [2, 3, 4]  # apart by more than F from the second trial; settled at four
+    assert len(ran) == 4
+
+
+def test_an_eval_is_decided_once_from_plan_to_conclusion(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+
+    def counted(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
+        calls.append(len(trials))
+        return decide(spec, trials)
+
+    monkeypatch.setattr(adaptive, "decide", counted)
+    spec = make_spec(k=7)
+    _, ran = run_schedule(spec, [0.9] * 7, monkeypatch)
+    concluded = conclude(spec, sorted(ran, key=lambda t: t.index))
+    assert concluded is not None and concluded[0].status is Status.PASS
+    assert calls == [7]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_may_settle_is_true_whenever_settle_would_stop_the_probe(seed: int) -> None:
+    """The schedule skips ``settle`` when ``may_settle`` is False: never a stop missed."""
+    rng = random.Random(seed)
+    for _ in range(400):
+        k = rng.randint(3, 8)
+        spec = make_spec(
+            k=k,
+            max_k=rng.choice([k, k + 4]),
+            max_errors=rng.choice([0, 1]),
+            min_pass_rate=0.5 if rng.random() < 0.2 else None,
+            min_scored=min(3, k),
+        )
+        seen_trials: list[TrialRecord] = []
+        for index in range(rng.randint(1, k - 1)):
+            if rng.random() < 0.1:
+                seen_trials.append(error_trial(index=index))
+            else:
+                spread = rng.choice([0.01, 0.05, 0.3])
+                score = min(1.0, max(0.0, round(0.8 + rng.uniform(-spread, spread), 3)))
+                seen_trials.append(trial(score, index=index))
+        facts = Seen()
+        for record in seen_trials:
+            facts.add(record)
+        if settle(spec, seen_trials) is not None:
+            assert adaptive.may_settle(spec, facts), (spec, seen_trials)

@@ -47,7 +47,7 @@ def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> Schedule:
     """
     if k is not None:
         specs = [spec.model_copy(update={"k": k, "max_k": max(k, spec.max_k)}) for spec in specs]
-    return Schedule(specs, seed, wanted=adaptive.wanted)
+    return Schedule(specs, seed, wanted=adaptive.wanted, may_settle=adaptive.may_settle)
 
 
 def probe(

@@ -3,10 +3,14 @@
 A ``Schedule`` hands the runner one task at a time, trial 0 of every eval
 before trial 1 of any (so that, with many evals, an eval's first results are
 in before its last trials start: adaptive K can only stop a probe whose
-trials have not all been handed out). After each finished trial it asks
-``wanted`` how many trials that eval's probe should have in all: fewer than
-handed out stops it (the trials in flight still finish and count), more
-extends it. Without ``wanted`` every eval gets its ``k`` trials, the fixed rule.
+trials have not all been handed out). It asks ``wanted`` how many trials
+that eval's probe should have in all when the trials it planned are all in,
+and before that only after a trial that ``may_settle`` says could let the
+probe stop early (from a few running facts of its trials, kept as they come:
+most trials of a stable eval leave nothing to ask): fewer than handed out
+stops it (the trials in flight still finish and count), more extends it.
+Without ``wanted`` every eval gets its ``k`` trials, the fixed rule; without
+``may_settle`` it asks after every trial.
 """
 
 from __future__ import annotations
@@ -19,10 +23,35 @@ from firewall.runner.seeds import trial_seed
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 
-__all__ = ["Schedule", "Task", "Wanted"]
+__all__ = ["MaySettle", "Schedule", "Seen", "Task", "Wanted"]
 
 Wanted = Callable[[EvalSpec, Sequence[TrialRecord]], int]
 """How many trials a probe should have in all, given the trials it has so far."""
+
+
+@dataclasses.dataclass
+class Seen:
+    """What a probe's finished trials showed so far, kept one trial at a time."""
+
+    errored: int = 0
+    violated: bool = False
+    low: float = float("inf")  # the lowest score, and the highest
+    high: float = float("-inf")
+
+    def add(self, record: TrialRecord) -> None:
+        if record.error is not None:
+            self.errored += 1
+            return
+        if record.violations:
+            self.violated = True
+        score = record.score
+        if score is not None:
+            self.low = min(self.low, score)
+            self.high = max(self.high, score)
+
+
+MaySettle = Callable[[EvalSpec, Seen], bool]
+"""Whether a probe short of its planned trials could stop now (False: no need to ask)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +71,7 @@ class _Probe:
     target: int
     handed_out: int = 0
     queued: bool = False  # in the schedule's ready queue
+    seen: Seen = dataclasses.field(default_factory=Seen)
 
     @property
     def in_flight(self) -> int:
@@ -60,14 +90,18 @@ class Schedule:
         base_seed: int,
         *,
         wanted: Wanted | None = None,
+        may_settle: MaySettle | None = None,
         start: Mapping[str, Sequence[TrialRecord]] | None = None,
     ) -> None:
         self._seed = base_seed
         self._wanted = wanted
+        self._may_settle = may_settle
         self._probes: dict[str, _Probe] = {}
         for spec in specs:
             done = list((start or {}).get(spec.id, ()))
             probe = _Probe(spec, done, spec.k, handed_out=len(done))
+            for record in done:
+                probe.seen.add(record)
             probe.target = self._target(probe) if done else spec.k
             self._probes[spec.id] = probe
         self.planned = sum(
@@ -108,9 +142,20 @@ class Schedule:
         """Keep a finished trial and let its probe ask for more, or for none."""
         probe = self._probes[task.spec.id]
         probe.trials.append(record)
-        # Short of k, every result may settle the probe; past it, extension is decided on
-        # the trials it asked for, once they are all in.
-        if len(probe.trials) < probe.spec.k or probe.in_flight == 0:
+        if self._wanted is None:
+            return  # k trials each, whatever they show
+        probe.seen.add(record)
+        # The planned trials all in: judged (kept to, extended). Short of them, asked only
+        # when curtailment could apply; past k, extension is decided on the trials it
+        # asked for, once they are all in.
+        n = len(probe.trials)
+        if n >= probe.target:
+            ask = True
+        elif n < probe.spec.k:
+            ask = self._may_settle is None or self._may_settle(probe.spec, probe.seen)
+        else:
+            ask = False
+        if ask:
             before = max(probe.target, probe.handed_out)
             probe.target = self._target(probe)
             self.planned += max(probe.target, probe.handed_out) - before
