@@ -16,8 +16,9 @@ from firewall import output
 from firewall._version import __version__
 from firewall.errors import ExitCode, FirewallError
 
-# Each command's module is imported only when that command runs (or --help lists
-# them all): a CI step pays for the imports of `firewall run`, not of every command.
+# Each command's module is imported only when that command runs: a CI step pays for the
+# imports of `firewall run`, not of every command, and `firewall --help` for none of them
+# (it lists them from SUMMARIES; tests/cli/test_help.py holds each to its docstring).
 COMMANDS = {
     "run": "firewall.cli.run:run",
     "probe": "firewall.cli.probe:probe",
@@ -35,6 +36,25 @@ COMMANDS = {
     "init": "firewall.cli.init:init",
 }
 
+SUMMARIES = {
+    "calibrate": "Suggest `flakiness` per eval and overall: the P80 of the IQRs seen in history.",
+    "gate": "Decide the evals probed in PARTS (from `firewall probe --out`), as `run` would.",
+    "history": "Maintain the append-only history file.",
+    "init": "Scaffold firewall.toml, evals/example_eval.py and two GitHub workflows at the "
+    "repository's root (here, outside a git repository).",
+    "list": "List the evals a run would probe, with effective settings and source location.",
+    "nightly": "Re-probe every quarantined eval and move it toward release.",
+    "probe": "Run the trials of the selected evals and write them to --out; decide nothing.",
+    "propose": "Propose the changes `firewall nightly` made to the registry as one pull request.",
+    "quarantine": "Add, release and list quarantine entries by hand.",
+    "replay": "Run one trial of EVAL_ID with --seed and print what it reported.",
+    "report": "Render ARTEFACT, a saved firewall-report.json, as Markdown, JUnit XML or HTML.",
+    "run": "Probe each selected eval K times and gate on the result.",
+    "schema": "Print JSON Schemas: the artefact, the registry and the trial result.",
+    "status": "Show every quarantined eval: age, reason, numbers, streak, trend, issue, owner.",
+}
+"""Each command's short help, as click makes it from the command's docstring."""
+
 
 class Main(click.Group):
     """Loads commands on demand; turns expected errors into one line and an exit code.
@@ -45,6 +65,16 @@ class Main(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands section of ``--help``, as click writes it, without importing them."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, _shorten(SUMMARIES[name], limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -99,6 +129,30 @@ class Main(click.Group):
             )
             output.note(traceback.format_exc().rstrip("\n"))
             ctx.exit(ExitCode.INTERNAL)
+
+
+def _shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters at a word, with "...", as click 8 cuts a
+    command's short help (``click.utils.make_default_short_help``, deprecated there)."""
+    words = text.split()
+    total = 0
+    for i, word in enumerate(words):
+        total += len(word) + (i > 0)
+        if total > limit:
+            break
+        if word.endswith("."):
+            return " ".join(words[: i + 1])
+        if total == limit and i != len(words) - 1:
+            break
+    else:
+        return " ".join(words)
+    total += len("...")
+    while i > 0:
+        total -= len(words[i]) + (i > 0)
+        if total <= limit:
+            break
+        i -= 1
+    return " ".join(words[:i]) + "..."
 
 
 def _show(exc: click.ClickException) -> None:

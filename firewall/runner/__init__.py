@@ -71,6 +71,9 @@ class _Source(Protocol):
     @property
     def most(self) -> int: ...
 
+    @property
+    def specs(self) -> list[EvalSpec]: ...
+
     def next_task(self) -> Task | None: ...
 
     def record(self, task: Task, record: TrialRecord) -> None: ...
@@ -82,6 +85,7 @@ class _Listed:
     def __init__(self, tasks: Sequence[Task]) -> None:
         self._tasks = iter(tasks)
         self.most = len(tasks)
+        self.specs = list({id(task.spec): task.spec for task in tasks}.values())
 
     def next_task(self) -> Task | None:
         return next(self._tasks, None)
@@ -143,6 +147,8 @@ class Runner:
             pool = self._pool = AsyncPool(
                 self._cwd, reaper.environment, self._concurrency, self._pool_workers
             )
+            if any(_pooled(spec) for spec in source.specs):
+                pool.warm()  # booting while the slots start and the first trials are handed out
             slots = [
                 threading.Thread(
                     target=self._slot,
@@ -311,7 +317,7 @@ def execute(
     """
     spec = task.spec
     handed_back: Alone | None = None
-    if pool is not None and spec.kind == "python" and spec.asynchronous and not spec.isolate:
+    if pool is not None and _pooled(spec):
         pooled = pool.call(
             spec.target,
             task.seed,
@@ -362,6 +368,11 @@ def execute(
         junit=_junit_path(spec, cwd, result_path, task.index) if spec.result == "junit" else None,
         env=env,
     )
+
+
+def _pooled(spec: EvalSpec) -> bool:
+    """Whether the eval's trials go to the pool: an async Python eval not run alone."""
+    return spec.kind == "python" and spec.asynchronous and not spec.isolate
 
 
 def trial_environment(*, share_token: bool) -> dict[str, str] | None:

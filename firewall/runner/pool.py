@@ -287,7 +287,8 @@ class _PoolWorker:
 
 
 class AsyncPool:
-    """The run's pool workers, started on the first async trial, one per CPU at most."""
+    """The run's pool workers, one per CPU at most: all started at once when the run has
+    async evals (``warm``), else on the first async trial."""
 
     def __init__(
         self, cwd: Path, env: Mapping[str, str] | None, size: int, workers: int | None = None
@@ -335,6 +336,13 @@ class AsyncPool:
             self._alone.add(target)
             return Alone.TARGET
         return worker.outcome(pending)
+
+    def warm(self) -> None:
+        """Start every worker now, before the first trial needs one: the run's async trials
+        then find them booted, instead of waiting on boots that began with them."""
+        with self._lock:
+            while len(self._workers) < self._size:
+                self._workers.append(_PoolWorker(self._cwd, self._env))
 
     def isolate(self, target: str) -> None:
         """Run this target's trials alone from now on (one of them killed its worker)."""
