@@ -10,6 +10,7 @@ import click
 from firewall import output
 from firewall.cli.common import config_option, format_option, selection_options
 from firewall.pipeline import context, suites
+from firewall.runner.python import sync_fanout
 from firewall.spec import EvalSpec, power_notes, warnings_for
 from firewall.text import columns, number
 
@@ -65,6 +66,9 @@ def list_evals(
     for spec in project.specs:
         for note in notes[spec.id]:
             output.warn(f"{spec.id} ({spec.source}): {note}")
+    fanout = sync_fanout(project.specs, project.config.settings.concurrency)
+    if fanout is not None:
+        output.warn(fanout)
     output.echo("")
     output.echo("what each gate can do at its k:")
     for spec in project.specs:

@@ -33,6 +33,7 @@ from firewall.pipeline.stages import Progress, conclude, plan, probe
 from firewall.policy import Status
 from firewall.regression import RunMean, compare
 from firewall.runner import Schedule
+from firewall.runner.python import sync_fanout
 from firewall.runner.seeds import BaseSeed
 from firewall.spec import EvalSpec, warnings_for
 from firewall.store.history import rows_for
@@ -173,6 +174,9 @@ def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = No
     for spec in probed:  # what `firewall list` warns of, said where it costs trials
         for warning in warnings_for(spec):
             ctx.notice(f"{spec.id}: {warning}")
+    fanout = sync_fanout(probed, ctx.settings.concurrency)
+    if fanout is not None:
+        ctx.notice(fanout)
     return probe_part(
         ctx,
         chosen,

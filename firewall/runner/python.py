@@ -21,12 +21,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from firewall.runner._supervisor import descendants, kill_all
 from firewall.runner.outcome import OUTPUT_TAIL_CHARS, Outcome, output_tail, signal_name, tail
+
+if TYPE_CHECKING:
+    from firewall.spec import EvalSpec
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 READY = b'{"ready": true}'
@@ -41,6 +44,34 @@ def cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+WORKER_MB = 15
+"""A synchronous eval's worker, resident: benchmarks/run.py's sync16 row (239 MB summed
+over 18 processes) and the 64-slot case (985 MB and more in 66)."""
+
+
+def sync_fanout(specs: Sequence[EvalSpec], concurrency: int) -> str | None:
+    """What a concurrency well above the CPUs costs synchronous Python evals, or None.
+
+    Each slot that runs a synchronous eval keeps a worker process of its own (only a
+    process can be killed at a trial's timeout), so ``concurrency = 64`` boots 64
+    interpreters; an ``async def`` eval's trials share one worker per CPU instead."""
+    sync = [
+        spec.id
+        for spec in specs
+        if spec.kind in ("python", "inspect") and not (spec.asynchronous and not spec.isolate)
+    ]
+    if not sync or concurrency <= 2 * cpus():
+        return None
+    named = ", ".join(sync[:3]) + (f" and {len(sync) - 3} more" if len(sync) > 3 else "")
+    return (
+        f"concurrency {concurrency} with synchronous Python evals ({named}) runs one worker "
+        f"process per slot: up to {concurrency} interpreters, about "
+        f"{concurrency * WORKER_MB:,} MB, on {cpus()} CPUs; an eval that waits on a model "
+        "can be `async def`, whose trials share one worker per CPU (64 in flight in about "
+        "100 MB)"
+    )
 
 
 _BOOT_PERMITS = threading.BoundedSemaphore(cpus())
