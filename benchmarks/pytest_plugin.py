@@ -33,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import run as bench
 from run import BIN, Measured, clean_env, timed
 
 TESTS, K = 500, 7
@@ -71,6 +72,18 @@ def firewall(project: Path) -> Measured:
     return result
 
 
+def probe_and_gate(project: Path) -> Measured:
+    """The decision's whole cost: the probe above, then `firewall gate` of its part."""
+    probed = firewall(project)
+    argv = [str(BIN / "firewall"), "gate", "part.json", "--no-issues"]
+    gated = timed(argv, project, project / "gate.log")
+    if gated["returncode"] != 0:
+        sys.exit(f"firewall gate failed:\n{(project / 'gate.log').read_text()[-2000:]}")
+    return Measured(
+        wall_s=probed["wall_s"] + gated["wall_s"], cpu_s=probed["cpu_s"] + gated["cpu_s"]
+    )
+
+
 def repeat(project: Path, *extra: str) -> Measured:
     result = pytest_run(project, "repeat", f"--count={K}", *extra)
     if f"{TESTS * K} passed" not in (project / "repeat.log").read_text():
@@ -88,9 +101,17 @@ def one_startup(project: Path) -> Measured:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--code", default=None, metavar="DIR", help="import firewall from DIR")
     args = parser.parse_args()
+    bench.CODE = str(Path(args.code).resolve()) if args.code else None
     root = Path(tempfile.mkdtemp(prefix="firewall-pytest-bench-"))
-    raw: dict[str, list[Measured]] = {"firewall": [], "repeat": [], "off": [], "one": []}
+    raw: dict[str, list[Measured]] = {
+        "firewall": [],
+        "gate": [],
+        "repeat": [],
+        "off": [],
+        "one": [],
+    }
     try:
         project = make_suite(root)
         # Byte-code caches first, as in a CI job with an installed package; one warm run each.
@@ -101,6 +122,7 @@ def main() -> int:
         repeat(project)
         variants = {
             "firewall": lambda: firewall(project),
+            "gate": lambda: probe_and_gate(project),
             "repeat": lambda: repeat(project),
             "off": lambda: repeat(project, "-p", "no:firewall"),
             "one": lambda: one_startup(project),
@@ -140,6 +162,8 @@ def main() -> int:
         "",
         f"firewall / pytest-repeat: **{vs_repeat:.2f}x** (target <= {TARGET:g}); "
         f"in CPU time {ratio('firewall', 'repeat', 'cpu_s'):.2f}x",
+        f"probe and `firewall gate` together / pytest-repeat: **{ratio('gate', 'repeat'):.2f}x**"
+        f" wall, {ratio('gate', 'repeat', 'cpu_s'):.2f}x CPU",
         f"plugin installed but off (repeat / no plugin): {ratio('repeat', 'off'):.2f}x",
         f"firewall / {trials} start-ups: {wall('firewall') / startups:.4f}x",
     ]
