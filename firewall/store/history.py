@@ -171,7 +171,7 @@ def rows_for(artefact: Artefact, *, run_id: Callable[[], str] | None = None) -> 
                 fingerprint=report.fingerprint,
                 inputs=dict(report.inputs),
                 trials=len(report.trials),
-                seconds=sum(t.duration_s for t in report.trials),
+                seconds=round(sum(t.duration_s for t in report.trials), 3),
                 cost_usd=sum(costs) if costs else None,
             )
         )
