@@ -31,6 +31,17 @@ class Tool(BaseModel):
     version: str = __version__
 
 
+class Saved(BaseModel):
+    """What an affected-only run did not spend: the carried evals' last probes' cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evals: int = 0
+    trials: int = 0
+    seconds: float = 0.0
+    cost_usd: float | None = None  # None: no carried probe reported a cost_usd metric
+
+
 class RunInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -44,6 +55,7 @@ class RunInfo(BaseModel):
     shard: str | None = None
     partial: list[str] = []  # a gate's `--allow-partial`: what its parts lacked
     stale: list[str] = []  # a gate's `--allow-stale`: its parts of another commit
+    saved: Saved | None = None  # an affected-only run: what carrying evals saved
 
 
 class Summary(BaseModel):
@@ -58,23 +70,11 @@ class Summary(BaseModel):
     trials: int = 0  # trials run, over every decided eval
     planned: int = 0  # what k planned for those evals: adaptive K saved or added the difference
     carried: int = 0  # evals carried from the default branch, not counted above
-    saved: Saved | None = None  # an affected-only run: what carrying them saved
 
     @property
     def result(self) -> str:
         """pass, fail or error: the run's overall result, as the ``status`` step output."""
         return self.exit_code.result
-
-
-class Saved(BaseModel):
-    """What an affected-only run did not spend: the carried evals' last probes' cost."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    evals: int = 0
-    trials: int = 0
-    seconds: float = 0.0
-    cost_usd: float | None = None  # None: no carried probe reported a cost_usd metric
 
 
 class Carried(BaseModel):

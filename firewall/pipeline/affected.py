@@ -315,5 +315,8 @@ def merge(artefact: Artefact, choice: Choice, carried: Sequence[EvalReport]) -> 
         seconds=sum(row.seconds or 0.0 for row in rows),
         cost_usd=sum(costs) if costs else None,
     )
-    summary = artefact.summary.model_copy(update={"carried": len(carried), "saved": saved})
-    return artefact.model_copy(update={"evals": [*reports, *carried], "summary": summary})
+    summary = artefact.summary.model_copy(update={"carried": len(carried)})
+    run = artefact.run.model_copy(update={"saved": saved})
+    return artefact.model_copy(
+        update={"evals": [*reports, *carried], "summary": summary, "run": run}
+    )

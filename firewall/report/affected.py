@@ -12,7 +12,7 @@ SHOWN = 20  # probed evals named one by one; the artefact has every one
 
 def saving(artefact: Artefact) -> str | None:
     """One line: what was carried and what it saved; None when the run probed everything."""
-    saved = artefact.summary.saved
+    saved = artefact.run.saved
     if saved is None:
         return None
     branch = next((r.carried.branch for r in artefact.evals if r.carried), "the default branch")

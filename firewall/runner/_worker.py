@@ -647,12 +647,13 @@ class _Reads:
         """The project modules ``module_name`` imports, however many steps away."""
         import ast
 
+        files = {name: getattr(module, "__file__", None) for name, module in sys.modules.items()}
         project = {
-            name: module.__file__
-            for name, module in list(sys.modules.items())
-            if isinstance(getattr(module, "__file__", None), str)
-            and module.__file__.startswith(self.root)
-            and "-packages" + os.sep not in module.__file__
+            name: file
+            for name, file in files.items()
+            if isinstance(file, str)
+            and file.startswith(self.root)
+            and "-packages" + os.sep not in file
         }
         todo, done = [module_name], set()
         while todo:
@@ -673,7 +674,9 @@ class _Reads:
                     named += [alias.name for alias in node.names]
                 elif isinstance(node, ast.ImportFrom):
                     base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    stem = ".".join([*base, node.module] if node.level else [node.module or ""])
+                    stem = ".".join(
+                        [*base, node.module or ""] if node.level else [node.module or ""]
+                    )
                     stem = stem.strip(".")
                     named += [stem, *(f"{stem}.{alias.name}" for alias in node.names)]
             for found in named:  # a package's __init__ runs with each of its modules
