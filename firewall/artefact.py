@@ -69,7 +69,6 @@ class Summary(BaseModel):
     exit_code: ExitCode = ExitCode.OK
     trials: int = 0  # trials run, over every decided eval
     planned: int = 0  # what k planned for those evals: adaptive K saved or added the difference
-    carried: int = 0  # evals carried from the default branch, not counted above
 
     @property
     def result(self) -> str:

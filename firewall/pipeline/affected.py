@@ -299,8 +299,8 @@ def _age(delta: dt.timedelta) -> str:
 
 def merge(artefact: Artefact, choice: Choice, carried: Sequence[EvalReport]) -> Artefact:
     """The decided run with the carried evals added, each probed one saying why it was,
-    and the summary saying what carrying saved (carried evals count apart: they block
-    nothing, and their status is the default branch's)."""
+    and the run saying what carrying saved. The summary's counts and exit code stay the
+    probed evals': a carried eval blocks nothing, and its status is the default branch's."""
     reports = [
         report.model_copy(update={"affected": choice.why[report.id]})
         if report.id in choice.why
@@ -315,8 +315,5 @@ def merge(artefact: Artefact, choice: Choice, carried: Sequence[EvalReport]) -> 
         seconds=sum(row.seconds or 0.0 for row in rows),
         cost_usd=sum(costs) if costs else None,
     )
-    summary = artefact.summary.model_copy(update={"carried": len(carried)})
     run = artefact.run.model_copy(update={"saved": saved})
-    return artefact.model_copy(
-        update={"evals": [*reports, *carried], "summary": summary, "run": run}
-    )
+    return artefact.model_copy(update={"evals": [*reports, *carried], "run": run})
