@@ -31,6 +31,17 @@ class Tool(BaseModel):
     version: str = __version__
 
 
+class Saved(BaseModel):
+    """What an affected-only run did not spend: the carried evals' last probes' cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evals: int = 0
+    trials: int = 0
+    seconds: float = 0.0
+    cost_usd: float | None = None  # None: no carried probe reported a cost_usd metric
+
+
 class RunInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -44,6 +55,7 @@ class RunInfo(BaseModel):
     shard: str | None = None
     partial: list[str] = []  # a gate's `--allow-partial`: what its parts lacked
     stale: list[str] = []  # a gate's `--allow-stale`: its parts of another commit
+    saved: Saved | None = None  # an affected-only run: what carrying evals saved
 
 
 class Summary(BaseModel):
@@ -62,6 +74,17 @@ class Summary(BaseModel):
     def result(self) -> str:
         """pass, fail or error: the run's overall result, as the ``status`` step output."""
         return self.exit_code.result
+
+
+class Carried(BaseModel):
+    """Where a carried eval's status and numbers come from: its latest default-branch probe
+    with the fingerprint the eval has now (contract §4, affected-only pull requests)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    branch: str
+    git_sha: str | None = None
+    probed_at: Timestamp
 
 
 class EvalReport(BaseModel):
@@ -87,6 +110,12 @@ class EvalReport(BaseModel):
     tags: list[str] = []
     owner: str | None = None
     stop: Stop | None = None  # how many trials the decision took, and why it stopped there
+    # Everything that can change the eval's outcome, hashed (firewall.fingerprint), and the
+    # named parts it was made from; None where its inputs cannot be known.
+    fingerprint: str | None = None
+    inputs: dict[str, str] = {}
+    carried: Carried | None = None  # not probed: the default branch's decision, shown
+    affected: str | None = None  # an affected-only run: why this eval was probed
 
 
 class Artefact(BaseModel):

@@ -40,6 +40,7 @@ MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: past what the OS's timers take is no ti
 MAX_CONFIG_BYTES = 16 << 20  # a configuration file larger than this is not one
 MAX_FENCE = 100.0  # a fence further out than 100 IQRs is the rule turned off: say 0
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.9999  # what a Wilson bound is computed at
+ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 RATE_PATTERN = r"^\d+(\.\d+)?/(s|sec|second|min|minute|h|hour)$"
 _PER = {
     "s": 1.0,
@@ -149,12 +150,27 @@ class EvalEntry(Gate):
     tags: list[Tag] = []
     owner: str | None = None
     regression: Regression | None = None
+    # What counts for the eval's fingerprint beyond what its worker reads (§4, affected runs):
+    # globs of project files, and names of environment variables whose values count.
+    inputs: list[Annotated[str, Field(min_length=1)]] = []
+    env: list[Annotated[str, Field(pattern=ENV_PATTERN)]] = []
 
     @field_validator("owner")
     @classmethod
     def _owner(cls, value: str | None) -> str | None:
         if value is not None:
             parse_owner(value)
+        return value
+
+    @field_validator("inputs")
+    @classmethod
+    def _inside_the_project(cls, value: list[str]) -> list[str]:
+        for glob in value:
+            if glob.startswith("/") or ".." in glob.split("/"):
+                raise ValueError(
+                    "expected globs of files relative to the project root, e.g. "
+                    f'"prompts/triage/**" (no leading / and no ..: {glob!r} is not one)'
+                )
         return value
 
     @field_validator("task_args")
@@ -239,6 +255,13 @@ class State(_Strict):
         return value
 
 
+class Affected(_Strict):
+    """``[affected]``: a pull request probes only what its change can affect (§4)."""
+
+    enabled: bool = True
+    max_age_days: int = Field(default=7, ge=1, le=365)  # the oldest default-branch probe carried
+
+
 class Limit(_Strict):
     """A provider's rate limit over every eval with ``tag``: one budget they share."""
 
@@ -268,6 +291,7 @@ class Settings(_Strict):
     nightly: Nightly = Nightly()
     github: GitHub = GitHub()
     state: State = State()
+    affected: Affected = Affected()
     evals: list[EvalEntry] = []
     limits: list[Limit] = []  # [[limits]]: trials started per second, shared by a tag
 
@@ -530,6 +554,7 @@ _PATTERN_HINTS = {
     "tag": "a tag is one line: no line break or control character",
     "remote": 'expected the name of a git remote, e.g. "origin" ("" keeps the history local)',
     "branch": 'expected a git branch name, e.g. "firewall-state"',
+    "env": 'expected names of environment variables, e.g. "MODEL"',
 }
 
 

@@ -81,6 +81,10 @@ class EvalSpec(BaseModel):
     owner: str | None = None
     inspect_model: str | None = None  # an Inspect task's model; None: Inspect's own choice
     task_args: dict[str, Any] = {}  # the arguments of an Inspect task's function
+    # Declared for the eval's fingerprint (firewall.fingerprint): globs of project files and
+    # names of environment variables whose values count.
+    inputs: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
     source: Source
 
     @model_validator(mode="before")
@@ -133,6 +137,8 @@ class EvalSpec(BaseModel):
             owner=parse_owner(entry.owner) if entry.owner else None,
             inspect_model=entry.model,
             task_args=entry.task_args,
+            inputs=tuple(entry.inputs),
+            env=tuple(entry.env),
             source=source,
         )
 

@@ -9,6 +9,7 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option, format_option, selection_options
+from firewall.fingerprint import unknowable
 from firewall.pipeline import context, suites
 from firewall.runner.python import sync_fanout
 from firewall.spec import EvalSpec, power_notes, warnings_for
@@ -38,6 +39,7 @@ def list_evals(
                 "warnings": notes[spec.id],
                 "power": power_notes(spec),
                 "suite": suites.notes(spec),
+                "always_probed": unknowable(spec),
             }
             for spec in project.specs
         ]
@@ -74,6 +76,12 @@ def list_evals(
     for spec in project.specs:
         for note in power_notes(spec):
             output.echo(f"  {spec.id}: {note}")
+    always = [(spec.id, unknowable(spec)) for spec in project.specs if unknowable(spec)]
+    if always:
+        output.echo("")
+        output.echo("probed on every pull request, never carried from the default branch:")
+        for eval_id, why in always:
+            output.echo(f"  {eval_id}: {why}")
     described = [(spec.id, suites.notes(spec)) for spec in project.specs if suites.notes(spec)]
     if described:
         output.echo("")

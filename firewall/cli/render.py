@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from firewall import output
+from firewall.report import affected
 from firewall.report.terminal import closing_lines, table
 
 if TYPE_CHECKING:  # each command loads only its own pipeline
@@ -34,7 +35,7 @@ def run_result(fmt: str, *, verbose: bool, registry: str) -> Callable[[RunResult
             candidates=result.candidates,
             written=result.written,
         )
-        output.echo("\n".join(lines))
+        output.echo("\n".join([*lines, *affected.terminal_lines(artefact)]))
 
     return present
 

@@ -37,6 +37,14 @@ from firewall.runner.seeds import BaseSeed
 )
 @shard_option
 @dry_run_option
+@click.option(
+    "--affected/--all",
+    "affected",
+    default=None,
+    help="Probe only the evals a change can affect and carry the rest from the default "
+    "branch (--affected; a pull request's default unless [affected] enabled = false), "
+    "or probe every eval (--all).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show every rule's check for every eval.")
 def run(
     ids: tuple[str, ...],
@@ -49,6 +57,7 @@ def run(
     shard: Shard | None,
     no_issues: bool,
     dry_run: bool,
+    affected: bool | None,
     fmt: str,
     verbose: bool,
 ) -> None:
@@ -68,6 +77,7 @@ def run(
         dry_run=dry_run,
         report=report,
         issues=not no_issues,
+        affected=affected,
     )
     present = render.run_result(fmt, verbose=verbose, registry=ctx.settings.registry)
     with output.progress() as progress:

@@ -27,7 +27,7 @@ from firewall.errors import (
     RegistryError,
     WriteError,
 )
-from firewall.pipeline import effects, suites, trust, verdict
+from firewall.pipeline import affected, effects, suites, trust, verdict
 from firewall.pipeline.context import Context
 from firewall.pipeline.stages import Progress, conclude, plan, probe
 from firewall.policy import Status
@@ -54,6 +54,7 @@ class RunOptions:
     issues: bool = True  # False: --no-issues
     allow_partial: bool = False  # gate: decide parts with a shard missing or mixed seeds
     allow_stale: bool = False  # gate: decide parts probed on another commit than the checkout's
+    affected: bool | None = None  # --affected / --all; None: a pull request's run is (§4)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,15 +97,25 @@ def run(
 ) -> RunResult:
     """`firewall run`: probe and gate the selected evals, record, present, publish."""
     ctx.dry_run(options.dry_run)
-    part = collect(ctx, options, progress=progress)
-    unvouched(ctx, part.specs)
-    artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
-    artefact, unclear = against_default_branch(ctx, artefact, part.specs)
-    if unclear and part.complete:
-        # Too few trials to tell the drop from max_drop: up to max_k before saying so.
-        part = more_trials(ctx, part, unclear, progress=progress)
+    candidates = plan(would_probe(ctx, options), 0, options.k).specs  # as they would be
+    choice = affected.plan(ctx, candidates, asked=options.affected)
+    leave = choice.carried if choice is not None else {}
+    with affected.recording() as reads:
+        part = collect(ctx, options, progress=progress, leave=leave)
+        unvouched(ctx, part.specs)
         artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
-        artefact, _ = against_default_branch(ctx, artefact, part.specs)
+        artefact, unclear = against_default_branch(ctx, artefact, part.specs)
+        if unclear and part.complete:
+            # Too few trials to tell the drop from max_drop: up to max_k before saying so.
+            part = more_trials(ctx, part, unclear, progress=progress)
+            artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
+            artefact, _ = against_default_branch(ctx, artefact, part.specs)
+        noted = affected.recorded(reads)
+    evals = affected.stamp(artefact.evals, part.specs, noted, ctx.cwd, ctx.env)
+    artefact = artefact.model_copy(update={"evals": evals})
+    if choice is not None:
+        carried = affected.carried_reports(ctx, choice, candidates)
+        artefact = affected.merge(artefact, choice, carried)
     return _finish(ctx, artefact, options, present)
 
 
@@ -166,10 +177,25 @@ def probe_to(
     return part
 
 
-def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = None) -> Probed:
-    """The probe stage of `run` and `probe`: the selected shard, less what is quarantined."""
+def would_probe(ctx: Context, options: RunOptions) -> list[EvalSpec]:
+    """The evals `run` and `probe` would probe: the selected shard, less what is quarantined."""
     quarantined = ctx.entries()
     chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
+    return [s for s in chosen if options.include_quarantined or s.id not in quarantined]
+
+
+def collect(
+    ctx: Context,
+    options: RunOptions,
+    *,
+    progress: Progress | None = None,
+    leave: Collection[str] = (),
+) -> Probed:
+    """The probe stage of `run` and `probe`: the selected shard, less what is quarantined,
+    less the evals an affected-only run carries (``leave``)."""
+    quarantined = ctx.entries()
+    chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
+    chosen = [s for s in chosen if s.id not in leave]
     probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
     for spec in probed:  # what `firewall list` warns of, said where it costs trials
         for warning in warnings_for(spec):

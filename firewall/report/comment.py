@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.policy import Status
+from firewall.report import affected
 from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE, counts
 from firewall.store.history import HistoryRow
 from firewall.text import printable
@@ -190,6 +191,9 @@ def code(text: str, limit: int = REASON_CHARS) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+AFFECTED_SHOWN = 10  # probed evals named, each with the input that made it affected
+
+
 def _head(artefact: Artefact, changes: Changes, branch: str, known: bool, job: str | None) -> str:
     result = artefact.summary.result
     title = result.upper() + ("" if artefact.run.complete else " (interrupted)")
@@ -197,6 +201,8 @@ def _head(artefact: Artefact, changes: Changes, branch: str, known: bool, job: s
         title += f" · {code(job, JOB_CHARS)}"
     heading = f"## {ICONS[result]} Flakiness Firewall: {title}"
     lines = [marker(job), heading, "", counts(artefact), ""]
+    if said := affected.markdown(artefact, shown=AFFECTED_SHOWN):
+        lines += [said, ""]
     if not known:
         lines.append(
             "The default branch is not known here, so every eval counts as new: nothing is "

@@ -21,6 +21,7 @@ import jinja2
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.policy import Status
+from firewall.report import affected
 from firewall.report.selection import select
 from firewall.report.terminal import adaptivity
 from firewall.text import number, printable
@@ -169,6 +170,7 @@ def _context(artefact: Artefact, overdue: Sequence[str], report: str | None) -> 
         "result": result.upper() + ("" if artefact.run.complete else " (interrupted)"),
         "counts": counts(artefact),
         "run_line": _run_line(artefact),
+        "affected": affected.markdown(artefact),
         "complete": artefact.run.complete,
         "total": len(artefact.evals),
         "report": cell(report, ID_LIMIT) if report else "",

@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.path[0] != os.getcwd():
         sys.path.insert(0, os.getcwd())
+    if os.environ.get(READS_VAR):
+        _Reads.start(os.environ[READS_VAR])
     if argv[:1] == ["--discover"]:
         from pathlib import Path
 
@@ -112,6 +114,8 @@ def serve(*, own_log: bool = False) -> None:
             except OSError:
                 pass
         request = json.loads(line)
+        if _reads is not None:
+            _reads.target = request["target"]
         try:
             entry = cache.get(request["target"])
             if entry is None:
@@ -287,6 +291,8 @@ def serve_pool() -> None:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     pool = _Pool(loop, replies, current)
+    if _reads is not None:
+        _reads.current = current
     signal.signal(_BLAME, pool.on_signal)
     threading.Thread(target=pool.watch, name="firewall-watchdog", daemon=True).start()
     loop.add_reader(requests, pool.on_readable, requests)
@@ -651,9 +657,108 @@ def _children_by_parent() -> list[int]:
     return pids
 
 
+# ------------------------------------------------------------------ what an eval reads
+#
+# With FIREWALL_READS set (firewall.pipeline.affected), the worker notes, for each eval
+# target it serves, the project files (under its working directory, outside installed
+# packages) that the target imports or opens, so that the next run knows an eval's
+# inputs without being told. An audit hook sees every `open` (a module loaded from
+# source or bytecode is one too, its .pyc read as its .py); a module that another target
+# had imported already is found by following the import statements of the project's
+# modules from the target's own. Each new (target, file) is one JSON line, written at
+# once to a file of this worker's own: a trial that kills the worker loses nothing.
+
+READS_VAR = "FIREWALL_READS"
+_reads: _Reads | None = None
+
+
+class _Reads:
+    def __init__(self, directory: str) -> None:
+        self.root = os.path.join(os.getcwd(), "")
+        path = os.path.join(directory, f"{os.getpid()}.jsonl")
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self.seen: set[tuple[str, str]] = set()
+        self.target: str | None = None  # the serial worker's trial
+        self.current: Any = None  # the pool's: the context variable of the running trial
+
+    @classmethod
+    def start(cls, directory: str) -> None:
+        global _reads
+        _reads = cls(directory)
+        sys.addaudithook(_reads.audit)
+
+    def audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if event != "open" or not args or isinstance(args[0], int):
+            return
+        mode, flags = (args[1], args[2]) if len(args) > 2 else (None, 0)
+        if (mode is not None and "r" not in mode and "+" not in mode) or (
+            mode is None and isinstance(flags, int) and flags & 3 == os.O_WRONLY
+        ):
+            return  # written, not read
+        trial = self.current.get(None) if self.current is not None else None
+        target = trial.request["target"] if trial is not None else self.target
+        if target is not None:
+            self.note(target, os.fsdecode(args[0]))
+
+    def note(self, target: str, path: str) -> None:
+        path = os.path.normpath(os.path.join(os.getcwd(), path))
+        head, name = os.path.split(path)
+        if os.path.basename(head) == "__pycache__" and name.endswith(".pyc"):
+            path = os.path.join(os.path.dirname(head), name.split(".", 1)[0] + ".py")
+        if not path.startswith(self.root) or "-packages" + os.sep in path:
+            return
+        relative = path[len(self.root) :].replace(os.sep, "/")
+        if relative.startswith(".git/") or (target, relative) in self.seen:
+            return
+        self.seen.add((target, relative))
+        os.write(self.fd, (json.dumps({"target": target, "file": relative}) + "\n").encode())
+
+    def imported(self, target: str, module_name: str) -> None:
+        """The project modules ``module_name`` imports, however many steps away."""
+        import ast
+
+        files = {name: getattr(module, "__file__", None) for name, module in sys.modules.items()}
+        project = {
+            name: file
+            for name, file in files.items()
+            if isinstance(file, str)
+            and file.startswith(self.root)
+            and "-packages" + os.sep not in file
+        }
+        todo, done = [module_name], set()
+        while todo:
+            name = todo.pop()
+            if name in done or name not in project:
+                continue
+            done.add(name)
+            self.note(target, project[name])
+            try:
+                with open(project[name], "rb") as handle:
+                    tree = ast.parse(handle.read())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            package = name if project[name].endswith("__init__.py") else name.rpartition(".")[0]
+            named = [name.rpartition(".")[0]]
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    named += [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    stem = ".".join(
+                        [*base, node.module or ""] if node.level else [node.module or ""]
+                    )
+                    stem = stem.strip(".")
+                    named += [stem, *(f"{stem}.{alias.name}" for alias in node.names)]
+            for found in named:  # a package's __init__ runs with each of its modules
+                parts = found.split(".")
+                todo += [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
 def _load(target: str, cache: dict[str, Eval]) -> Eval:
     module_name, _, qualname = target.partition(":")
     obj: Any = importlib.import_module(module_name)
+    if _reads is not None:
+        _reads.imported(target, module_name)
     for part in qualname.split("."):
         obj = getattr(obj, part)
     if not callable(obj):

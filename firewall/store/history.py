@@ -54,6 +54,13 @@ class HistoryRow:
     prompt_versions: tuple[str, ...] = ()
     git_sha: str | None = None
     git_ref: str | None = None
+    # What the probe cost and what its eval's outcome depended on (firewall.fingerprint):
+    # what an affected-only pull request compares with, and carries instead of probing.
+    fingerprint: str | None = None
+    inputs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    trials: int = 0
+    seconds: float | None = None
+    cost_usd: float | None = None
 
     def to_json(self) -> str:
         # eval_id first: `scan` skips other evals' rows by this prefix before parsing them.
@@ -61,6 +68,7 @@ class HistoryRow:
         document["drift"] = dict(self.drift)
         document["model_ids"] = list(self.model_ids)
         document["prompt_versions"] = list(self.prompt_versions)
+        document["inputs"] = dict(self.inputs)
         return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -68,7 +76,7 @@ class HistoryRow:
         """A row from a parsed line, or None when it is not one (a wrong type keeps a default)."""
         if not isinstance(data, dict) or not isinstance(data.get("eval_id"), str):
             return None
-        drift = data.get("drift")
+        drift, inputs = data.get("drift"), data.get("inputs")
         return cls(
             eval_id=data["eval_id"],
             run_id=_text(data.get("run_id")) or "",
@@ -91,6 +99,15 @@ class HistoryRow:
             prompt_versions=_texts(data.get("prompt_versions")),
             git_sha=_text(data.get("git_sha")),
             git_ref=_text(data.get("git_ref")),
+            fingerprint=_text(data.get("fingerprint")),
+            inputs={
+                str(name): value
+                for name, value in (inputs.items() if isinstance(inputs, dict) else ())
+                if isinstance(value, str)
+            },
+            trials=_count(data.get("trials")),
+            seconds=_number(data.get("seconds")),
+            cost_usd=_number(data.get("cost_usd")),
         )
 
 
@@ -120,13 +137,15 @@ class HistoryStore(Protocol):
 
 
 def rows_for(artefact: Artefact, *, run_id: Callable[[], str] | None = None) -> list[HistoryRow]:
-    """One row per eval the run probed (an eval skipped in quarantine has no numbers to keep)."""
+    """One row per eval the run probed (an eval skipped in quarantine has no numbers to keep,
+    and one carried from the default branch has the row of the probe it carries)."""
     current = (run_id or _new_run_id)()
     rows = []
     for report in artefact.evals:
-        if report.status is Status.QUARANTINED and not report.trials:
+        if (report.status is Status.QUARANTINED and not report.trials) or report.carried:
             continue
         scored = [t for t in report.trials if t.error is None]
+        costs = [t.metrics["cost_usd"] for t in report.trials if "cost_usd" in t.metrics]
         scores = [t.score for t in scored if t.score is not None]
         rows.append(
             HistoryRow(
@@ -149,6 +168,11 @@ def rows_for(artefact: Artefact, *, run_id: Callable[[], str] | None = None) -> 
                 ),
                 git_sha=artefact.run.git_sha,
                 git_ref=artefact.run.git_ref,
+                fingerprint=report.fingerprint,
+                inputs=dict(report.inputs),
+                trials=len(report.trials),
+                seconds=round(sum(t.duration_s for t in report.trials), 3),
+                cost_usd=sum(costs) if costs else None,
             )
         )
     return rows

@@ -117,6 +117,7 @@ def test_artefact_has_the_contract_shape(project: Path) -> None:
         "shard",
         "partial",
         "stale",
+        "saved",  # an affected-only run's: what carrying evals saved (None here)
     }
     assert artefact["run"]["started_at"].endswith("Z") and artefact["run"]["base_seed"] == 7
     evaluation = artefact["evals"][0]
