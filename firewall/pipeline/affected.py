@@ -20,14 +20,9 @@ at random by a seed the default branch did not draw; declare those in ``inputs``
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
-import json
-import os
-import shutil
-import tempfile
-from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from firewall.artefact import Artefact, Carried, EvalReport, Saved
@@ -38,44 +33,8 @@ from firewall.spec import EvalSpec
 from firewall.stats import Stats
 from firewall.store.history import HistoryRow, HistoryStore
 
-READS_VAR = "FIREWALL_READS"  # the worker's side channel (firewall/runner/_worker.py)
 CARRIED_STATUSES = (Status.PASS, Status.FAIL)  # a decision the default branch took, and kept
 _NOT_PROJECT = (".git/",)
-
-
-# ------------------------------------------------------------------ what the workers read
-
-
-@contextlib.contextmanager
-def recording(environ: MutableMapping[str, str] | None = None) -> Iterator[Path]:
-    """A directory the run's workers note what each eval target reads into, named to them
-    in ``FIREWALL_READS`` while the block runs (their environment is the firewall's)."""
-    environ = os.environ if environ is None else environ
-    directory = Path(tempfile.mkdtemp(prefix="firewall-reads-"))
-    before = environ.get(READS_VAR)
-    environ[READS_VAR] = str(directory)
-    try:
-        yield directory
-    finally:
-        if before is None:
-            environ.pop(READS_VAR, None)
-        else:
-            environ[READS_VAR] = before
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def recorded(directory: Path) -> dict[str, set[str]]:
-    """The project files each eval target imported or opened, by target."""
-    found: dict[str, set[str]] = {}
-    for path in sorted(directory.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                note = json.loads(line)
-            except ValueError:  # a worker killed mid-write: its last line torn
-                continue
-            if isinstance(note, dict) and isinstance(note.get("target"), str):
-                found.setdefault(note["target"], set()).add(str(note.get("file")))
-    return found
 
 
 # ------------------------------------------------------------------ fingerprints

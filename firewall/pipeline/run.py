@@ -34,6 +34,7 @@ from firewall.policy import Status
 from firewall.regression import RunMean, compare
 from firewall.runner import Schedule
 from firewall.runner.python import sync_fanout
+from firewall.runner.reads import Reads
 from firewall.runner.seeds import BaseSeed
 from firewall.spec import EvalSpec, warnings_for
 from firewall.store.history import rows_for
@@ -100,17 +101,16 @@ def run(
     candidates = plan(would_probe(ctx, options), 0, options.k).specs  # as they would be
     choice = affected.plan(ctx, candidates, asked=options.affected)
     leave = choice.carried if choice is not None else {}
-    with affected.recording() as reads:
-        part = collect(ctx, options, progress=progress, leave=leave)
-        unvouched(ctx, part.specs)
+    noted: Reads = {}  # what each eval target read, for its fingerprint
+    part = collect(ctx, options, progress=progress, leave=leave, reads=noted)
+    unvouched(ctx, part.specs)
+    artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
+    artefact, unclear = against_default_branch(ctx, artefact, part.specs)
+    if unclear and part.complete:
+        # Too few trials to tell the drop from max_drop: up to max_k before saying so.
+        part = more_trials(ctx, part, unclear, progress=progress, reads=noted)
         artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
-        artefact, unclear = against_default_branch(ctx, artefact, part.specs)
-        if unclear and part.complete:
-            # Too few trials to tell the drop from max_drop: up to max_k before saying so.
-            part = more_trials(ctx, part, unclear, progress=progress)
-            artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
-            artefact, _ = against_default_branch(ctx, artefact, part.specs)
-        noted = affected.recorded(reads)
+        artefact, _ = against_default_branch(ctx, artefact, part.specs)
     evals = affected.stamp(artefact.evals, part.specs, noted, ctx.cwd, ctx.env)
     artefact = artefact.model_copy(update={"evals": evals})
     if choice is not None:
@@ -190,6 +190,7 @@ def collect(
     *,
     progress: Progress | None = None,
     leave: Collection[str] = (),
+    reads: Reads | None = None,
 ) -> Probed:
     """The probe stage of `run` and `probe`: the selected shard, less what is quarantined,
     less the evals an affected-only run carries (``leave``)."""
@@ -211,6 +212,7 @@ def collect(
         k=options.k,
         shard=options.shard,
         progress=progress,
+        reads=reads,
     )
 
 
@@ -223,6 +225,7 @@ def probe_part(
     k: int | None,
     shard: Shard | None = None,
     progress: Progress | None = None,
+    reads: Reads | None = None,
 ) -> Probed:
     """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
     started = ctx.clock()
@@ -234,6 +237,7 @@ def probe_part(
         cwd=ctx.cwd,
         progress=progress,
         share_token=ctx.settings.github.share_token,
+        reads=reads,
     )
     effective = {spec.id: spec for spec in schedule.specs}
     # Suites become their cases here, before anything is decided or written.
@@ -257,7 +261,12 @@ def probe_part(
 
 
 def more_trials(
-    ctx: Context, part: Probed, ids: Collection[str], *, progress: Progress | None = None
+    ctx: Context,
+    part: Probed,
+    ids: Collection[str],
+    *,
+    progress: Progress | None = None,
+    reads: Reads | None = None,
 ) -> Probed:
     """The part with the evals ``ids`` probed on to their ``max_k`` trials."""
     specs = [spec for spec in part.specs if spec.id in ids]
@@ -270,6 +279,7 @@ def more_trials(
         cwd=ctx.cwd,
         progress=progress,
         share_token=ctx.settings.github.share_token,
+        reads=reads,
     )
     return part.model_copy(
         update={

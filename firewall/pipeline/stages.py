@@ -21,6 +21,7 @@ from firewall.pipeline import verdict
 from firewall.pipeline.suites import noted, registry_entry
 from firewall.policy import Check, Status
 from firewall.runner import Interrupted, Runner, Schedule, Task
+from firewall.runner.reads import Reads
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import Stats
@@ -57,11 +58,13 @@ def probe(
     cwd: Path,
     progress: Progress | None = None,
     share_token: bool = False,
+    reads: Reads | None = None,
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
     """Run the trials; return them grouped by eval id, and whether the run completed.
 
     ``share_token`` (``[github] share_token``) lets the evals see the firewall's own
-    GitHub token; by default their environment goes without it."""
+    GitHub token; by default their environment goes without it. ``reads`` is filled with
+    what each Python eval target read (``firewall.runner.reads``)."""
     step = None
     if progress is not None:
         progress.start(schedule.planned)
@@ -77,7 +80,7 @@ def probe(
     complete = True
     try:
         Runner(
-            concurrency=concurrency, cwd=cwd, progress=step, share_token=share_token
+            concurrency=concurrency, cwd=cwd, progress=step, share_token=share_token, reads=reads
         ).run_schedule(schedule)
     except Interrupted:
         complete = False

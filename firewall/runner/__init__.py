@@ -43,6 +43,7 @@ from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
 from firewall.runner.pool import Alone, AsyncPool
 from firewall.runner.python import PythonWorker
+from firewall.runner.reads import READS_VAR, Reads, recorded
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
 from firewall.runner.throttle import Meter, Throttle
@@ -106,10 +107,13 @@ class Runner:
         progress: Progress | None = None,
         pool_workers: int | None = None,
         share_token: bool = False,
+        reads: Reads | None = None,
     ) -> None:
         """``share_token``: the trials inherit the firewall's GitHub token (``[github]
-        share_token``); by default they do not."""
+        share_token``); by default they do not. ``reads``: filled with the project files
+        each Python eval target imported or opened (``firewall.runner.reads``)."""
         self._share_token = share_token
+        self._reads = reads
         self._concurrency = concurrency
         self._pool_workers = pool_workers  # async trials' worker processes; None: one per CPU
         self._cwd = cwd
@@ -141,6 +145,10 @@ class Runner:
         base = trial_environment(share_token=self._share_token)
         with Reaper(base) as reaper:
             self._throttle = Throttle(reaper.scratch)
+            noted = reaper.scratch / "reads"
+            if self._reads is not None:
+                noted.mkdir()
+                reaper.environment[READS_VAR] = str(noted)
             # A command's shell inherits the firewall's environment (the cheaper spawn)
             # unless the trials' must differ from it.
             self._command_env = None if base is None else reaper.environment
@@ -183,6 +191,8 @@ class Runner:
                 raise Interrupted([finished.get(i) for i in range(len(handed))]) from None
             finally:
                 pool.close()
+                if self._reads is not None:
+                    recorded(noted, self._reads)
             for slot in slots:
                 slot.join()
         return finished

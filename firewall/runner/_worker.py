@@ -659,7 +659,7 @@ def _children_by_parent() -> list[int]:
 
 # ------------------------------------------------------------------ what an eval reads
 #
-# With FIREWALL_READS set (firewall.pipeline.affected), the worker notes, for each eval
+# With FIREWALL_READS set (firewall.runner.reads), the worker notes, for each eval
 # target it serves, the project files (under its working directory, outside installed
 # packages) that the target imports or opens, so that the next run knows an eval's
 # inputs without being told. An audit hook sees every `open` (a module loaded from
@@ -668,7 +668,7 @@ def _children_by_parent() -> list[int]:
 # modules from the target's own. Each new (target, file) is one JSON line, written at
 # once to a file of this worker's own: a trial that kills the worker loses nothing.
 
-READS_VAR = "FIREWALL_READS"
+READS_VAR = "FIREWALL_READS"  # firewall/runner/reads.py names it too
 _reads: _Reads | None = None
 
 
