@@ -1,4 +1,4 @@
-"""Load and validate the configuration: ``firewall.toml`` or ``[tool.firewall]``.
+"""The configuration's models and their validation: ``firewall.toml`` or ``[tool.firewall]``.
 
 Everything a user can misspell is checked here, before any eval runs, and
 every complaint names the file, the key and what is allowed.
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -24,12 +22,6 @@ from pydantic import (
 )
 
 from firewall.errors import ConfigError
-from firewall.files import Refused, os_reason, read_capped
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 ID_PATTERN = r"^[A-Za-z0-9._/-]+$"
 INSPECT_PATTERN = r"^[^@]+\.py@[^@\s]+$"  # an Inspect task: "path/to/file.py@task"
@@ -37,7 +29,6 @@ DEFAULT_SEED = 0
 DEFAULT_MAX_K = 15
 MAX_K = 10_000
 MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: past what the OS's timers take is no timeout at all
-MAX_CONFIG_BYTES = 16 << 20  # a configuration file larger than this is not one
 MAX_FENCE = 100.0  # a fence further out than 100 IQRs is the rule turned off: say 0
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.9999  # what a Wilson bound is computed at
 RATE_PATTERN = r"^\d+(\.\d+)?/(s|sec|second|min|minute|h|hour)$"
@@ -339,133 +330,6 @@ def max_k_conflict(entry: EvalEntry, settings: Settings) -> tuple[str, str] | No
     )
 
 
-class LoadedConfig(BaseModel):
-    """Settings plus where they came from, for messages and source locations."""
-
-    model_config = ConfigDict(frozen=True)
-
-    settings: Settings
-    path: Path | None
-    prefix: str  # "tool.firewall." in pyproject.toml, "" in firewall.toml
-    eval_lines: dict[str, int] = {}
-
-
-def find_config(explicit: Path | None, cwd: Path) -> tuple[Path, str] | None:
-    """Return the config file to read and the key prefix its table lives under.
-
-    Without ``--config``, as pytest finds its rootdir: from ``cwd`` up to the
-    repository's root (the directory holding ``.git``; ``cwd`` alone outside a
-    repository), the first ``firewall.toml``, or ``pyproject.toml`` with a
-    ``[tool.firewall]`` table. The run then works from that directory.
-    """
-    if explicit is not None:
-        try:
-            explicit.stat()
-        except (FileNotFoundError, NotADirectoryError):
-            raise ConfigError(f"{explicit}: no such configuration file") from None
-        except OSError as exc:  # a name too long, a loop of links, a directory it may not see
-            raise ConfigError(
-                f"{explicit}: cannot read the configuration ({os_reason(exc)})"
-            ) from None
-        return explicit, "tool.firewall." if explicit.name == "pyproject.toml" else ""
-    for directory in _up_to_root(cwd):
-        if (directory / "firewall.toml").is_file():
-            return directory / "firewall.toml", ""
-        pyproject = directory / "pyproject.toml"
-        if pyproject.is_file() and has_firewall_table(pyproject):
-            return pyproject, "tool.firewall."
-    if (cwd / "pyproject.toml").is_file():
-        return cwd / "pyproject.toml", "tool.firewall."  # read, to say what it lacks
-    return None
-
-
-def repository_root(cwd: Path) -> Path | None:
-    """The nearest directory at or above ``cwd`` that holds ``.git``, or None."""
-    here = cwd.resolve()
-    return next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
-
-
-def _up_to_root(cwd: Path) -> list[Path]:
-    here = cwd.resolve()
-    root = repository_root(here)
-    if root is None:
-        return [here]
-    return [d for d in (here, *here.parents) if d == root or root in d.parents]
-
-
-def has_firewall_table(pyproject: Path) -> bool:
-    """Whether a pyproject.toml holds a [tool.firewall] table (an unreadable one: yes, so
-    that reading it names what is wrong with it)."""
-    try:
-        document = tomllib.loads(read_capped(pyproject, MAX_CONFIG_BYTES).decode("utf-8"))
-    except (OSError, Refused, ValueError, RecursionError):  # TOMLDecodeError is a ValueError
-        return True  # read it, so that the error names what is wrong with it
-    tool = document.get("tool")
-    return isinstance(tool, dict) and "firewall" in tool
-
-
-def load_config(explicit: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
-    """Read and validate the configuration; raise ConfigError naming file and key."""
-    cwd = cwd or Path.cwd()
-    found = find_config(explicit, cwd)
-    if found is None:
-        root = repository_root(cwd)
-        where = (
-            f"{cwd} or above it up to the repository root {root}"
-            if root and root != cwd.resolve()
-            else str(cwd)
-        )
-        raise ConfigError(
-            f"no configuration in {where}: create firewall.toml, add [tool.firewall] to "
-            "pyproject.toml, or run `firewall init` (it writes to the repository root)"
-        )
-    path, prefix = found
-    try:
-        text = read_capped(path, MAX_CONFIG_BYTES).decode("utf-8")
-        document = tomllib.loads(text)
-    except Refused as exc:
-        raise ConfigError(f"{path}: the configuration {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {os_reason(exc)}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    except RecursionError:
-        raise ConfigError(f"{path}: not valid TOML: nested too deep to read") from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    table: Any = document
-    if prefix:
-        tool = document.get("tool")
-        table = tool.get("firewall") if isinstance(tool, dict) else None
-        if table is None:
-            raise ConfigError(
-                f"{path}: has no [tool.firewall] table; add one or create firewall.toml"
-            )
-    settings = parse_settings(table, source=str(_display(path, cwd)), prefix=prefix)
-    return LoadedConfig(
-        settings=settings, path=path, prefix=prefix, eval_lines=_eval_lines(text, settings)
-    )
-
-
-def load_config_or_defaults(explicit: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
-    """``load_config``, except that a project with no configuration of its own runs on the
-    defaults (``path`` None), as the pytest plugin's probe does.
-
-    No configuration means no ``firewall.toml`` and no ``pyproject.toml`` with a
-    ``[tool.firewall]`` table (one that holds only pytest's settings is not the
-    firewall's). A configuration that is there and broken, and a ``--config``
-    that names no file, are still the errors they are.
-    """
-    cwd = cwd or Path.cwd()
-    if explicit is None:
-        found = find_config(None, cwd)
-        if found is None or (found[1] and not has_firewall_table(found[0])):
-            return LoadedConfig(settings=Settings(), path=None, prefix="")
-    return load_config(explicit, cwd)
-
-
 def parse_settings(table: Any, *, source: str, prefix: str = "") -> Settings:
     try:
         settings = Settings.model_validate(table)
@@ -575,27 +439,3 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     if get_origin(annotation) is None and isinstance(annotation, type):
         return annotation if issubclass(annotation, BaseModel) else None
     return None
-
-
-def _eval_lines(text: str, settings: Settings) -> dict[str, int]:
-    """Best-effort line numbers of each `id = "..."` so reports can point at them."""
-    lines: dict[str, int] = {}
-    wanted = {entry.id for entry in settings.evals}
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped.startswith("id"):
-            continue
-        key, _, value = stripped.partition("=")
-        if key.strip() != "id":
-            continue
-        value = value.split("#", 1)[0].strip().strip("'\"")
-        if value in wanted and value not in lines:
-            lines[value] = number
-    return lines
-
-
-def _display(path: Path, cwd: Path) -> Path:
-    try:
-        return path.resolve().relative_to(cwd.resolve())
-    except ValueError:
-        return path

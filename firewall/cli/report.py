@@ -11,7 +11,7 @@ import click
 from firewall import output
 from firewall.artefact import Artefact
 from firewall.cli.common import config_option
-from firewall.config import find_config
+from firewall.configfile import find_config
 from firewall.errors import UsageError
 from firewall.store.atomic import write_atomic
 from firewall.store.history import HistoryRow

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from firewall import output
-from firewall.config import LoadedConfig, Settings, load_config, load_config_or_defaults
+from firewall.config import Settings
+from firewall.configfile import LoadedConfig, load_config, load_config_or_defaults
 from firewall.discovery import discover, nothing_selected, select
 from firewall.errors import ConfigError, NothingSelected
 from firewall.lifecycle import Entry

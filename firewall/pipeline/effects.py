@@ -265,7 +265,7 @@ def _tracker(
     budget = github_budget(ctx)
     if budget.spent:  # its one warning said so: the rest of the command's GitHub work waits
         return None
-    from firewall.config import repository_root
+    from firewall.configfile import repository_root
     from firewall.errors import IssueError
     from firewall.github import sync
     from firewall.github.markers import config_scope
