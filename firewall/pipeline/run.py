@@ -265,17 +265,7 @@ def against_default_branch(
         for r in artefact.evals
         if r.id in opted and r.status in (Status.PASS, Status.FAIL) and r.trials
     }
-    baselines: dict[str, list[RunMean]] = {eval_id: [] for eval_id in probed}
-    since = ctx.clock() - BASELINE_WINDOW
-    for row in ctx.history.recent(set(probed), since=since):
-        if (
-            row.git_ref == f"refs/heads/{base}"
-            and row.mode in ("run", "gate", "nightly")
-            and row.mean is not None
-            and row.sd is not None
-            and row.n >= 2
-        ):
-            baselines[row.eval_id].append(RunMean(row.mean, row.sd, row.n))
+    baselines = _baselines(ctx, base, set(probed))
     comparisons = {
         eval_id: compare(_run_mean(report), baselines[eval_id][-BASELINE_RUNS:])
         for eval_id, report in probed.items()
@@ -298,6 +288,21 @@ def against_default_branch(
         update={"evals": reports, "summary": verdict.summarise(reports, artefact.run.complete)}
     )
     return updated, unclear
+
+
+def _baselines(ctx: Context, base: str, ids: set[str]) -> dict[str, list[RunMean]]:
+    """The default branch's recent runs of each eval, oldest first, that a comparison can use."""
+    baselines: dict[str, list[RunMean]] = {eval_id: [] for eval_id in ids}
+    for row in ctx.history.recent(ids, since=ctx.clock() - BASELINE_WINDOW):
+        if (
+            row.git_ref == f"refs/heads/{base}"
+            and row.mode in ("run", "gate", "nightly")
+            and row.mean is not None
+            and row.sd is not None
+            and row.n >= 2
+        ):
+            baselines[row.eval_id].append(RunMean(row.mean, row.sd, row.n))
+    return baselines
 
 
 def _run_mean(report: EvalReport) -> RunMean:
