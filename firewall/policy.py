@@ -476,6 +476,7 @@ def _decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
         checks.extend(ruling.checks)
         if ruling.status is not None:
             return _decision(probe, ruling.status, ruling.reason, checks)
+    assert stats.median is not None  # row 1 errs a probe without one
     reason = (
         f"median {fmt(stats.median)} >= threshold {fmt(spec.threshold)} "
         f"({probe.spread}, {probe.count})"
