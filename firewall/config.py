@@ -21,13 +21,12 @@ from pydantic import (
     model_validator,
 )
 
+from firewall.constants import DEFAULT_MAX_K, MAX_K, MIN_K
 from firewall.errors import ConfigError
 
 ID_PATTERN = r"^[A-Za-z0-9._/-]+$"
 INSPECT_PATTERN = r"^[^@]+\.py@[^@\s]+$"  # an Inspect task: "path/to/file.py@task"
 DEFAULT_SEED = 0
-DEFAULT_MAX_K = 15
-MAX_K = 10_000
 MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: past what the OS's timers take is no timeout at all
 MAX_FENCE = 100.0  # a fence further out than 100 IQRs is the rule turned off: say 0
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.9999  # what a Wilson bound is computed at
@@ -97,7 +96,7 @@ Tag = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$")]
 class Gate(_Strict):
     """The per-eval settings that may also be set globally."""
 
-    k: int | None = Field(default=None, ge=3, le=MAX_K)
+    k: int | None = Field(default=None, ge=MIN_K, le=MAX_K)
     threshold: float | None = Field(default=None, ge=0, le=1)
     flakiness: float | None = Field(default=None, ge=0, le=1)
     outlier_fence: float | None = Field(default=None, ge=0, le=MAX_FENCE)
@@ -107,7 +106,7 @@ class Gate(_Strict):
     max_errors: int | None = Field(default=None, ge=0)
     min_scored: int | None = Field(default=None, ge=1)
     adaptive: bool | None = None
-    max_k: int | None = Field(default=None, ge=3, le=MAX_K)
+    max_k: int | None = Field(default=None, ge=MIN_K, le=MAX_K)
 
     @field_validator("max_k")
     @classmethod
@@ -179,7 +178,7 @@ class EvalEntry(Gate):
 
 
 class Nightly(_Strict):
-    k: int = Field(default=15, ge=3, le=10_000)
+    k: int = Field(default=15, ge=MIN_K, le=MAX_K)
     release_after: int = Field(default=3, ge=1)
     review_days: int = Field(default=30, ge=1)
 
@@ -240,7 +239,7 @@ class Limit(_Strict):
 class Settings(_Strict):
     """The whole validated configuration."""
 
-    k: int = Field(default=7, ge=3, le=10_000)
+    k: int = Field(default=7, ge=MIN_K, le=MAX_K)
     threshold: float = Field(default=0.80, ge=0, le=1)
     flakiness: float = Field(default=0.03, ge=0, le=1)
     outlier_fence: float = Field(default=3.0, ge=0, le=MAX_FENCE)
@@ -251,7 +250,7 @@ class Settings(_Strict):
     max_errors: int = Field(default=0, ge=0)
     min_scored: int = Field(default=3, ge=1)
     adaptive: bool = True
-    max_k: int = Field(default=DEFAULT_MAX_K, ge=3, le=MAX_K)
+    max_k: int = Field(default=DEFAULT_MAX_K, ge=MIN_K, le=MAX_K)
     registry: str = "quarantine.json"
     history: str = ".firewall/history.jsonl"
     report: str = "firewall-report.json"

@@ -12,14 +12,12 @@ from firewall import output
 from firewall.artefact import Artefact
 from firewall.cli.common import config_option
 from firewall.configfile import find_config
+from firewall.constants import TREND_DAYS, TREND_RUNS
 from firewall.errors import UsageError
 from firewall.store.atomic import write_atomic
 from firewall.store.history import HistoryRow
 from firewall.store.reports import load_report
 from firewall.timeutil import to_text
-
-TREND_DAYS = 30  # how far back the HTML report's trend charts reach...
-TREND_RUNS = 30  # ...and how many runs they show at most
 
 
 def _markdown(artefact: Artefact, source: Path, config_path: Path | None) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from firewall import output
+from firewall.constants import BASELINE_WINDOW
 from firewall.lifecycle import Entry, overdue, quarantine_entry
 from firewall.pipeline.keeper import candidate_of
 from firewall.policy import Status
@@ -234,7 +235,7 @@ def _comment_on_pull_request(ctx: Context, result: RunResult, *, issues: bool) -
     if budget.spent:  # its one warning said so
         return []
     from firewall.github.comment import publish_comment
-    from firewall.report.comment import BASELINE_WINDOW, baseline
+    from firewall.report.comment import baseline
 
     default = ctx.checkout.default_branch
     ids = {report.id for report in result.artefact.evals}

@@ -11,13 +11,13 @@ that what the command prints comes before what GitHub is told.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from firewall import regression
 from firewall.artefact import Artefact, EvalReport
+from firewall.constants import BASELINE_RUNS, BASELINE_WINDOW
 from firewall.discovery import Shard
 from firewall.errors import (
     ExitCode,
@@ -82,8 +82,6 @@ class RunResult:
 
 
 Present = Callable[[RunResult], None]
-BASELINE_RUNS = 20  # the default branch's most recent runs an eval is compared with
-BASELINE_WINDOW = dt.timedelta(days=30)  # ...of this long ago at most: a read that stays short
 
 
 def run(

@@ -23,13 +23,13 @@ many it left out.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import hashlib
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 
 from firewall.artefact import Artefact, EvalReport, severity
+from firewall.constants import BASELINE_WINDOW
 from firewall.policy import Status
 from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE, counts
 from firewall.store.history import HistoryRow
@@ -48,7 +48,6 @@ MAX_COMMENT = 65_536
 
 SHOWN = 50  # evals listed under each heading; the job summary has every eval
 REASON_CHARS = 300
-BASELINE_WINDOW = dt.timedelta(days=30)  # how far back the default branch's probes are read
 
 _BASELINE_MODES = ("run", "gate", "nightly")
 _FAILING = (Status.FAIL, Status.ERROR)

@@ -22,7 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall.config import MAX_K, Settings
+from firewall.config import Settings
+from firewall.constants import MAX_K, MIN_K
 from firewall.discovery import Shard
 from firewall.errors import ArtefactError
 from firewall.runner.seeds import trial_seed
@@ -34,7 +35,6 @@ from firewall.testids import from_nodeid
 from firewall.timeutil import Timestamp
 
 PART_SCHEMA_VERSION = 1
-PLUGIN_MIN_K = 3  # `pytest --firewall-k`'s least K, as the configuration's k
 _REPLAY = "python -m pytest --firewall-replay {seed} "
 
 
@@ -190,8 +190,8 @@ def plugin_spec(
 ) -> EvalSpec:
     """A pytest test probed by `pytest --firewall-k K` as an eval: a plain test command held
     to the configuration's global settings, at the K the command line chose."""
-    if not PLUGIN_MIN_K <= k <= MAX_K:
-        raise ValueError(f"expected {PLUGIN_MIN_K} to {MAX_K} trials, got {k}")
+    if not MIN_K <= k <= MAX_K:
+        raise ValueError(f"expected {MIN_K} to {MAX_K} trials, got {k}")
     return EvalSpec(
         id=eval_id,
         kind="command",
