@@ -249,7 +249,7 @@ class Probe:
 
     def build(self, complete: bool) -> Probed:
         """The probe part of the trials that ran: every probed test's spec and trials."""
-        from firewall.pipeline.context import GitInfo
+        from firewall.store.git import GitInfo
 
         specs, trials = [], {}
         for eval_id, done in self.done.items():
