@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -69,6 +70,18 @@ def parse_owner(value: str) -> str:
     if match is None or len(match[1]) > MAX_LOGIN or len(match[2] or "") > MAX_TEAM:
         raise ValueError(OWNER_EXPECTED)
     return value.removeprefix("@")
+
+
+def _seed_kind(value: Any) -> Any:
+    # Before pydantic's own checks, so that the message says both kinds a seed may be.
+    if value == "random" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ValueError('must be a non-negative integer or "random"')
+
+
+Seed = Annotated[int | Literal["random"], BeforeValidator(_seed_kind)]
+"""A base seed as the configuration gives it: a non-negative integer, or ``"random"``
+(a fresh one drawn per run, ``firewall.runner.seeds.BaseSeed``)."""
 
 
 class _Strict(BaseModel):
@@ -243,7 +256,7 @@ class Settings(_Strict):
     threshold: float = Field(default=0.80, ge=0, le=1)
     flakiness: float = Field(default=0.03, ge=0, le=1)
     outlier_fence: float = Field(default=3.0, ge=0, le=MAX_FENCE)
-    seed: Any = DEFAULT_SEED
+    seed: Seed = DEFAULT_SEED
     timeout: float = Field(default=300, gt=0, le=MAX_TIMEOUT)
     import_timeout: float = Field(default=120, gt=0, le=MAX_TIMEOUT)  # a Python eval's module
     concurrency: int = Field(default=4, ge=1, le=512)
@@ -260,15 +273,6 @@ class Settings(_Strict):
     state: State = State()
     evals: list[EvalEntry] = []
     limits: list[Limit] = []  # [[limits]]: trials started per second, shared by a tag
-
-    @field_validator("seed")
-    @classmethod
-    def _seed_kind(cls, value: Any) -> int | str:
-        if value == "random" or (
-            isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        ):
-            return value  # type: ignore[no-any-return]
-        raise ValueError('must be a non-negative integer or "random"')
 
     @field_validator("max_k")
     @classmethod
