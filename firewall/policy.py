@@ -9,9 +9,9 @@ Instability is judged on what the trials report. Score-only evals: the IQR
 against ``flakiness``. Evals whose every trial reports items whose mean is
 its score: a test of the trials against the noise of their items, since an
 accuracy over 50 items scatters by about 0.04 from that noise alone. Binary
-items are tested against binomial noise (``firewall.stats.item_variance``),
+items are tested against binomial noise (``firewall._stats.item_variance``),
 continuous ones over the same ids by a two-way ANOVA of the trial effect
-(``firewall.stats.trial_anova``). Both keep the collapse fence, the item
+(``firewall._stats.trial_anova``). Both keep the collapse fence, the item
 evals' widened for the same noise (and checked before the test, so that a
 collapse is told by the trial it names).
 """
@@ -28,9 +28,9 @@ from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall._stats import ANOVA, EPSILON, ItemTest, Stats, item_variance, summarize, trial_anova
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
-from firewall.stats import ANOVA, EPSILON, ItemTest, Stats, item_variance, summarize, trial_anova
 from firewall.text import fmt, one_line
 
 ITEM_TEST_LEVEL = 0.01

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from firewall._stats import wilson_interval
 from firewall.config import (
     Budgets,
     EvalEntry,
@@ -20,7 +21,6 @@ from firewall.config import (
 )
 from firewall.constants import DEFAULT_MAX_K, MAX_K
 from firewall.errors import ConfigError
-from firewall.stats import wilson_interval
 from firewall.text import fmt
 
 

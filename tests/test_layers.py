@@ -68,9 +68,9 @@ def test_every_arrow_points_down_the_layers() -> None:
         ),
         # ... or reading a file, or reaching the store or GitHub.
         (
-            "stats.py",
+            "_stats.py",
             "from firewall.files import read_capped",
-            "firewall.stats -> firewall.files",
+            "firewall._stats -> firewall.files",
         ),
         (
             "lifecycle.py",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from firewall import adaptive
+from firewall._stats import Stats
 from firewall.adaptive import Stop
 from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.diagnostics import diagnose
@@ -23,7 +24,6 @@ from firewall.policy import Check, Status
 from firewall.runner import Interrupted, Runner, Schedule, Task
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
-from firewall.stats import Stats
 from firewall.store.parts import Probed
 
 

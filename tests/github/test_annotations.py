@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from builders import make_artefact, make_report
 
+from firewall._stats import Stats
 from firewall.github import annotations as github_annotations
 from firewall.github.annotations import (
     annotation,
@@ -18,7 +19,6 @@ from firewall.github.annotations import (
 from firewall.output import stop_commands
 from firewall.policy import Status
 from firewall.spec import Source
-from firewall.stats import Stats
 
 KNOWN = ("::error", "::warning", "::notice")
 

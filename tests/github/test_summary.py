@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from builders import make_artefact, make_check, make_report, trials, with_metrics
 
+from firewall._stats import Stats
 from firewall.artefact import Artefact, EvalReport
 from firewall.errors import WriteError
 from firewall.github.summary import append_summary
 from firewall.policy import Status
 from firewall.report.markdown import SUMMARY_LIMIT, cell, render_summary
 from firewall.report.selection import SCREENFUL
-from firewall.stats import Stats
 
 COLUMNS = 9
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
