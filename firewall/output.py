@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -118,22 +117,6 @@ def warn(text: str) -> None:
 
 def error(text: str) -> None:
     note(f"firewall: error: {text}")
-
-
-def stop_commands(text: str, *, tokens: Callable[[], str] = lambda: secrets.token_hex(16)) -> str:
-    """``text`` between ``::stop-commands::TOKEN`` and ``::TOKEN::``.
-
-    Superseded by ``inert``, which the sink applies to everything, markers
-    included; kept for the callers that still wrap. The token is random and
-    absent from the text, compared without case as the runner compares command
-    names, so the text cannot resume processing itself. ``tokens`` draws one
-    (tests pass their own).
-    """
-    token = tokens()
-    while token.casefold() in text.casefold():  # 128 random bits: never in practice
-        token = tokens()
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"::stop-commands::{token}\n{body}::{token}::"
 
 
 def stderr_columns() -> int:

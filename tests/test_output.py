@@ -80,21 +80,6 @@ def test_finish_clears_the_line_once(capsys: pytest.CaptureFixture[str]) -> None
     assert capsys.readouterr().err == ""
 
 
-def test_stop_commands_never_uses_a_token_found_in_the_text() -> None:
-    tokens = iter(["abcd", "abcd", "ef01"])
-    assert output.stop_commands("x abcd y", tokens=lambda: next(tokens)) == (
-        "::stop-commands::ef01\nx abcd y\n::ef01::"
-    )
-
-
-def test_a_stop_token_is_absent_from_the_text_whatever_its_case() -> None:
-    """The runner matches the resume token as it matches command names: without case."""
-    tokens = iter(["abcd", "ef01"])
-    assert output.stop_commands("x ##[ABCD] y", tokens=lambda: next(tokens)).startswith(
-        "::stop-commands::ef01\n"
-    )
-
-
 def test_each_kind_of_output_has_its_stream(capsys: pytest.CaptureFixture[str]) -> None:
     output.echo("result")
     output.echo_json('{"a": 1}')

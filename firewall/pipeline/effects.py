@@ -156,11 +156,6 @@ def announce(
     output.annotate(publication.annotations)
 
 
-def report_problem(ctx: Context, text: str) -> None:
-    """One problem that changes no decision, for a command that annotates nothing else."""
-    report_problems(ctx, [text])
-
-
 def report_problems(ctx: Context, problems: Sequence[str]) -> None:
     """Problems that change no decision, for a command that annotates nothing else:
     warning annotations in a GitHub job (at most a step's budget), else warnings."""
