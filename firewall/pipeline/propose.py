@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from firewall.errors import ExitCode, FirewallError, PullRequestNotPermitted, UsageError
+from firewall.errors import GitError, ProposalRefused, PullRequestNotPermitted, UsageError
 from firewall.lifecycle import Entry, reviewed_change
 from firewall.pipeline.context import Context
 from firewall.store.git import Git, StateError, push_auth
@@ -66,14 +66,6 @@ class ProposalResult:
     declined: Closed | None = None  # the same change set's proposal, closed without merging
 
 
-class ProposalRefused(FirewallError):
-    """GitHub would not open the pull request; the step fails and says what to change."""
-
-    exit_code = (
-        ExitCode.FAIL
-    )  # the proposal step fails: a reviewer would otherwise never see the change
-
-
 def propose(
     ctx: Context, *, base: str | None = None, pulls: PullRequests | None, dry_run: bool = False
 ) -> ProposalResult:
@@ -81,7 +73,7 @@ def propose(
     try:
         return _propose(ctx, base, pulls, dry_run=dry_run)
     except StateError as exc:
-        raise FirewallError(f"firewall propose: {exc}") from None
+        raise GitError(f"firewall propose: {exc}") from None
 
 
 def _propose(
