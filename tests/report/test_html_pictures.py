@@ -15,7 +15,7 @@ from builders import error_trial, invoke_split, make_artefact, make_report, tria
 
 from firewall._stats import Stats
 from firewall.artefact import Artefact
-from firewall.cli.report import medians_up_to
+from firewall.pipeline.rendering import medians_up_to
 from firewall.policy import Status
 from firewall.report.charts import Mark, strip_plot, trend_chart
 from firewall.report.html import render_html
