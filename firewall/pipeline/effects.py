@@ -27,7 +27,7 @@ from firewall.policy import Status
 if TYPE_CHECKING:
     from firewall.artefact import Artefact
     from firewall.github.budget import Budget
-    from firewall.github.issues import Candidate, Change, IssueTracker, ProbeNumbers
+    from firewall.github.issues import Candidate, IssueTracker, ProbeNumbers, ProposalKind
     from firewall.github.sync import Sync
     from firewall.pipeline.context import Context
     from firewall.pipeline.nightly import NightlyResult
@@ -343,7 +343,7 @@ def open_candidates(ctx: Context, *, issues: bool) -> dict[str, Candidate]:
     return {eval_id: c for eval_id, c in found.items() if eval_id not in quarantined}
 
 
-def publish_proposal(ctx: Context, proposed: Mapping[str, tuple[int, Change]]) -> None:
+def publish_proposal(ctx: Context, proposed: Mapping[str, tuple[int, ProposalKind]]) -> None:
     """After `propose`: each eval's issue says which pull request proposes its change."""
     problems: list[str] = []
     tracker = _tracker(ctx, problems, dry_run=False, issues=True)

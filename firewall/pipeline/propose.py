@@ -48,7 +48,7 @@ ChangeKind = Literal["adopt", "release", "edit"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Change:
+class RegistryChange:
     eval_id: str
     kind: ChangeKind
     entry: Entry  # the proposed entry; for a release, the one that leaves
@@ -56,7 +56,7 @@ class Change:
 
 @dataclasses.dataclass(frozen=True)
 class ProposalResult:
-    changes: list[Change]
+    changes: list[RegistryChange]
     base: str
     branch: str
     pushed: bool  # False: nothing changed since the branch was last pushed (or a dry run)
@@ -127,8 +127,8 @@ def _keep_waiting(
     waiting: dict[str, Entry],
     reviewed: dict[str, Entry],
     proposed: dict[str, Entry],
-    changes: list[Change],
-) -> list[Change]:
+    changes: list[RegistryChange],
+) -> list[RegistryChange]:
     """An adoption already waiting for review stays as the reviewer first saw it: tonight's
     probe of the same candidate would only restate it with other numbers."""
     for change in changes:
@@ -140,7 +140,7 @@ def _keep_waiting(
 def _open(
     git: Git,
     pulls: PullRequests,
-    changes: list[Change],
+    changes: list[RegistryChange],
     *,
     remote: str,
     base: str,
@@ -160,7 +160,7 @@ def _open(
         raise ProposalRefused(str(exc)) from None
 
 
-def _link_issues(ctx: Context, changes: list[Change], number: int) -> None:
+def _link_issues(ctx: Context, changes: list[RegistryChange], number: int) -> None:
     """Each adopted or released eval's issue names the pull request that carries it."""
     from firewall.pipeline import effects
 
@@ -174,7 +174,7 @@ def _link_issues(ctx: Context, changes: list[Change], number: int) -> None:
     )
 
 
-def diff(reviewed: dict[str, Entry], proposed: dict[str, Entry]) -> list[Change]:
+def diff(reviewed: dict[str, Entry], proposed: dict[str, Entry]) -> list[RegistryChange]:
     """What a reviewer must see between the default branch's registry and the proposed one."""
     changes = []
     for eval_id in sorted(set(reviewed) | set(proposed)):
@@ -183,13 +183,13 @@ def diff(reviewed: dict[str, Entry], proposed: dict[str, Entry]) -> list[Change]
             continue
         if after is None:
             assert before is not None
-            changes.append(Change(eval_id, "release", before))
+            changes.append(RegistryChange(eval_id, "release", before))
         else:
-            changes.append(Change(eval_id, "adopt" if before is None else "edit", after))
+            changes.append(RegistryChange(eval_id, "adopt" if before is None else "edit", after))
     return changes
 
 
-def title(changes: list[Change]) -> str:
+def title(changes: list[RegistryChange]) -> str:
     counts = {kind: sum(c.kind == kind for c in changes) for kind in ("adopt", "release", "edit")}
     parts = [
         f"{counts['adopt']} to quarantine" if counts["adopt"] else "",
@@ -199,7 +199,7 @@ def title(changes: list[Change]) -> str:
     return "Flakiness firewall: " + ", ".join(part for part in parts if part)
 
 
-def body(changes: list[Change], path: str) -> str:
+def body(changes: list[RegistryChange], path: str) -> str:
     """The pull request's description: one line per change, with the numbers behind it."""
     lines = [
         f"The nightly re-probe proposes these changes to `{path}`, the reviewed registry of "
@@ -229,7 +229,7 @@ def body(changes: list[Change], path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fingerprint(changes: list[Change]) -> str:
+def fingerprint(changes: list[RegistryChange]) -> str:
     """What a change set proposes, as a reviewer decides on it: which evals are adopted,
     released or edited. Not the entries' numbers: a closed proposal stays declined
     while tonight's probe only restates it."""
