@@ -138,7 +138,7 @@ def stderr_columns() -> int:
         return shutil.get_terminal_size((80, 24)).columns
 
 
-class Progress:
+class TrialCounter:
     """A one-line trial counter on stderr, shown only when stderr is a terminal.
 
     The pipeline calls ``start`` with the number of trials it planned (a shard's
@@ -189,9 +189,9 @@ class Progress:
 
 
 @contextlib.contextmanager
-def progress(*, enabled: bool | None = None) -> Iterator[Progress]:
+def progress(*, enabled: bool | None = None) -> Iterator[TrialCounter]:
     """A trial counter for the pipeline, cleared from the terminal when the block ends."""
-    counter = Progress(enabled=enabled)
+    counter = TrialCounter(enabled=enabled)
     try:
         yield counter
     finally:

@@ -253,7 +253,7 @@ def test_nothing_the_sink_prints_is_a_command(
 
 
 def test_progress_shows_no_command(capsys: pytest.CaptureFixture[str]) -> None:
-    counter = output.Progress(enabled=True)
+    counter = output.TrialCounter(enabled=True)
     counter.start(1)
     counter.step("x ##[error]forged", errored=False)
     counter.finish()

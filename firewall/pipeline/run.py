@@ -29,7 +29,7 @@ from firewall.errors import (
 )
 from firewall.pipeline import effects, suites, trust, verdict
 from firewall.pipeline.context import Context
-from firewall.pipeline.stages import Progress, conclude, plan, probe
+from firewall.pipeline.stages import TrialCounter, conclude, plan, probe
 from firewall.policy import Status
 from firewall.regression import RunMean, compare
 from firewall.runner import Schedule
@@ -88,7 +88,7 @@ def run(
     ctx: Context,
     options: RunOptions,
     *,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
     present: Present | None = None,
 ) -> RunResult:
     """`firewall run`: probe and gate the selected evals, record, present, publish."""
@@ -155,7 +155,7 @@ def unvouched(ctx: Context, specs: Sequence[EvalSpec]) -> None:
 
 
 def probe_to(
-    ctx: Context, options: RunOptions, out: Path, *, progress: Progress | None = None
+    ctx: Context, options: RunOptions, out: Path, *, progress: TrialCounter | None = None
 ) -> Probed:
     """`firewall probe`: the trials only, written to ``out``; no decision, no other file."""
     part = collect(ctx, options, progress=progress)
@@ -163,7 +163,7 @@ def probe_to(
     return part
 
 
-def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = None) -> Probed:
+def collect(ctx: Context, options: RunOptions, *, progress: TrialCounter | None = None) -> Probed:
     """The probe stage of `run` and `probe`: the selected shard, less what is quarantined."""
     quarantined = ctx.entries()
     chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
@@ -190,7 +190,7 @@ def probe_part(
     seed: BaseSeed,
     k: int | None,
     shard: Shard | None = None,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
 ) -> Probed:
     """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
     started = ctx.clock()
@@ -225,7 +225,7 @@ def probe_part(
 
 
 def more_trials(
-    ctx: Context, part: Probed, ids: Collection[str], *, progress: Progress | None = None
+    ctx: Context, part: Probed, ids: Collection[str], *, progress: TrialCounter | None = None
 ) -> Probed:
     """The part with the evals ``ids`` probed on to their ``max_k`` trials."""
     specs = [spec for spec in part.specs if spec.id in ids]

@@ -27,7 +27,7 @@ from firewall.spec import EvalSpec
 from firewall.store.parts import Probed
 
 
-class Progress(Protocol):
+class TrialCounter(Protocol):
     """What the probe stage reports to: the trials planned, then each one as it finishes."""
 
     def start(self, total: int) -> None: ...
@@ -55,7 +55,7 @@ def probe(
     *,
     concurrency: int,
     cwd: Path,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
     share_token: bool = False,
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
     """Run the trials; return them grouped by eval id, and whether the run completed.
