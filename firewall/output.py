@@ -95,7 +95,7 @@ def echo_json(document: str) -> None:
 
 
 def annotate(lines: Sequence[str]) -> None:
-    """The firewall's own workflow commands (from firewall.github.annotations), on stderr.
+    """The firewall's own workflow commands (from firewall.github.actions.annotations), on stderr.
 
     The only text printed as it is: each line is one command whose data and
     properties are already escaped, so nothing in it starts another line.

@@ -43,7 +43,7 @@ def propose_command(config_path: Path | None, base: str | None, dry_run: bool) -
         )
     except ProposalRefused as exc:
         if ctx.in_actions:
-            from firewall.github.annotations import annotation
+            from firewall.github.actions.annotations import annotation
 
             output.annotate([annotation("error", str(exc), title="Flakiness Firewall")])
         raise

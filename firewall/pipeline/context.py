@@ -88,7 +88,7 @@ class Context:
             return
         self.notices.append(text)
         if self.in_actions:
-            from firewall.github.annotations import problem_annotations
+            from firewall.github.actions.annotations import problem_annotations
 
             output.annotate(problem_annotations([text]))
         else:

@@ -160,7 +160,7 @@ def report_problems(ctx: Context, problems: Sequence[str]) -> None:
     """Problems that change no decision, for a command that annotates nothing else:
     warning annotations in a GitHub job (at most a step's budget), else warnings."""
     if ctx.in_actions:
-        from firewall.github.annotations import PER_STEP, problem_annotations
+        from firewall.github.actions.annotations import PER_STEP, problem_annotations
 
         room = max(1, PER_STEP - len(ctx.notices))  # the notices were annotated as they came
         output.annotate(problem_annotations(problems, limit=room) if problems else [])

@@ -9,8 +9,8 @@ import pytest
 from builders import make_artefact, make_report
 
 from firewall._stats import Stats
-from firewall.github import annotations as github_annotations
-from firewall.github.annotations import (
+from firewall.github.actions import annotations as github_annotations
+from firewall.github.actions.annotations import (
     annotation,
     annotations_for,
     escape_data,
