@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from firewall.store.gitstate import RAW_DAYS, GitState
+from firewall.constants import RAW_DAYS
+from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow
 from firewall.store.statefiles import render_rollup, roll_up, run_file, week_of
 from firewall.timeutil import to_text

@@ -2,8 +2,8 @@
 
 This module is the public API that eval code imports. It is imported inside
 the trial worker processes too, so it stays light: no pydantic, nothing of the
-orchestrator. ``firewall.stats`` (plain Python, pydantic for its ``Stats``
-model) is loaded on first use.
+orchestrator. ``firewall.stats`` (plain Python; its implementation, with
+pydantic for the ``Stats`` model, is ``firewall._stats``) is loaded on first use.
 """
 
 from __future__ import annotations

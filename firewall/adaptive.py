@@ -40,6 +40,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall._stats import EPSILON, Stats, sorted_iqr, sorted_median, wilson_interval
 from firewall.policy import (
     Check,
     Decision,
@@ -54,7 +55,6 @@ from firewall.policy import (
 from firewall.runner.schedule import Seen
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
-from firewall.stats import EPSILON, Stats, sorted_iqr, sorted_median, wilson_interval
 from firewall.text import fmt, one_line
 
 NEAR_IQR = (0.75, 1.6)

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from firewall._stats import Stats
 from firewall._version import __version__
 from firewall.adaptive import Stop
 from firewall.diagnostics import CaseFlip, Hint, ValueCount
@@ -20,7 +21,6 @@ from firewall.errors import ExitCode
 from firewall.policy import Check, Status
 from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
-from firewall.stats import Stats
 from firewall.timeutil import Timestamp
 
 SCHEMA_VERSION = 1

@@ -1,4 +1,4 @@
-"""Load and validate the configuration: ``firewall.toml`` or ``[tool.firewall]``.
+"""The configuration's models and their validation: ``firewall.toml`` or ``[tool.firewall]``.
 
 Everything a user can misspell is checked here, before any eval runs, and
 every complaint names the file, the key and what is allowed.
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -23,21 +22,13 @@ from pydantic import (
     model_validator,
 )
 
+from firewall.constants import DEFAULT_MAX_K, MAX_K, MIN_K
 from firewall.errors import ConfigError
-from firewall.files import Refused, os_reason, read_capped
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 ID_PATTERN = r"^[A-Za-z0-9._/-]+$"
 INSPECT_PATTERN = r"^[^@]+\.py@[^@\s]+$"  # an Inspect task: "path/to/file.py@task"
 DEFAULT_SEED = 0
-DEFAULT_MAX_K = 15
-MAX_K = 10_000
 MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: past what the OS's timers take is no timeout at all
-MAX_CONFIG_BYTES = 16 << 20  # a configuration file larger than this is not one
 MAX_FENCE = 100.0  # a fence further out than 100 IQRs is the rule turned off: say 0
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.9999  # what a Wilson bound is computed at
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -82,6 +73,18 @@ def parse_owner(value: str) -> str:
     return value.removeprefix("@")
 
 
+def _seed_kind(value: Any) -> Any:
+    # Before pydantic's own checks, so that the message says both kinds a seed may be.
+    if value == "random" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ValueError('must be a non-negative integer or "random"')
+
+
+Seed = Annotated[int | Literal["random"], BeforeValidator(_seed_kind)]
+"""A base seed as the configuration gives it: a non-negative integer, or ``"random"``
+(a fresh one drawn per run, ``firewall.runner.seeds.BaseSeed``)."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -107,7 +110,7 @@ Tag = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$")]
 class Gate(_Strict):
     """The per-eval settings that may also be set globally."""
 
-    k: int | None = Field(default=None, ge=3, le=MAX_K)
+    k: int | None = Field(default=None, ge=MIN_K, le=MAX_K)
     threshold: float | None = Field(default=None, ge=0, le=1)
     flakiness: float | None = Field(default=None, ge=0, le=1)
     outlier_fence: float | None = Field(default=None, ge=0, le=MAX_FENCE)
@@ -117,7 +120,7 @@ class Gate(_Strict):
     max_errors: int | None = Field(default=None, ge=0)
     min_scored: int | None = Field(default=None, ge=1)
     adaptive: bool | None = None
-    max_k: int | None = Field(default=None, ge=3, le=MAX_K)
+    max_k: int | None = Field(default=None, ge=MIN_K, le=MAX_K)
 
     @field_validator("max_k")
     @classmethod
@@ -204,7 +207,7 @@ class EvalEntry(Gate):
 
 
 class Nightly(_Strict):
-    k: int = Field(default=15, ge=3, le=10_000)
+    k: int = Field(default=15, ge=MIN_K, le=MAX_K)
     release_after: int = Field(default=3, ge=1)
     review_days: int = Field(default=30, ge=1)
 
@@ -272,18 +275,18 @@ class Limit(_Strict):
 class Settings(_Strict):
     """The whole validated configuration."""
 
-    k: int = Field(default=7, ge=3, le=10_000)
+    k: int = Field(default=7, ge=MIN_K, le=MAX_K)
     threshold: float = Field(default=0.80, ge=0, le=1)
     flakiness: float = Field(default=0.03, ge=0, le=1)
     outlier_fence: float = Field(default=3.0, ge=0, le=MAX_FENCE)
-    seed: Any = DEFAULT_SEED
+    seed: Seed = DEFAULT_SEED
     timeout: float = Field(default=300, gt=0, le=MAX_TIMEOUT)
     import_timeout: float = Field(default=120, gt=0, le=MAX_TIMEOUT)  # a Python eval's module
     concurrency: int = Field(default=4, ge=1, le=512)
     max_errors: int = Field(default=0, ge=0)
     min_scored: int = Field(default=3, ge=1)
     adaptive: bool = True
-    max_k: int = Field(default=DEFAULT_MAX_K, ge=3, le=MAX_K)
+    max_k: int = Field(default=DEFAULT_MAX_K, ge=MIN_K, le=MAX_K)
     registry: str = "quarantine.json"
     history: str = ".firewall/history.jsonl"
     report: str = "firewall-report.json"
@@ -294,15 +297,6 @@ class Settings(_Strict):
     affected: Affected = Affected()
     evals: list[EvalEntry] = []
     limits: list[Limit] = []  # [[limits]]: trials started per second, shared by a tag
-
-    @field_validator("seed")
-    @classmethod
-    def _seed_kind(cls, value: Any) -> int | str:
-        if value == "random" or (
-            isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        ):
-            return value  # type: ignore[no-any-return]
-        raise ValueError('must be a non-negative integer or "random"')
 
     @field_validator("max_k")
     @classmethod
@@ -361,133 +355,6 @@ def max_k_conflict(entry: EvalEntry, settings: Settings) -> tuple[str, str] | No
         "k",
         f"must be <= max_k ({max_k}, the global setting), or set this eval's max_k (got {k})",
     )
-
-
-class LoadedConfig(BaseModel):
-    """Settings plus where they came from, for messages and source locations."""
-
-    model_config = ConfigDict(frozen=True)
-
-    settings: Settings
-    path: Path | None
-    prefix: str  # "tool.firewall." in pyproject.toml, "" in firewall.toml
-    eval_lines: dict[str, int] = {}
-
-
-def find_config(explicit: Path | None, cwd: Path) -> tuple[Path, str] | None:
-    """Return the config file to read and the key prefix its table lives under.
-
-    Without ``--config``, as pytest finds its rootdir: from ``cwd`` up to the
-    repository's root (the directory holding ``.git``; ``cwd`` alone outside a
-    repository), the first ``firewall.toml``, or ``pyproject.toml`` with a
-    ``[tool.firewall]`` table. The run then works from that directory.
-    """
-    if explicit is not None:
-        try:
-            explicit.stat()
-        except (FileNotFoundError, NotADirectoryError):
-            raise ConfigError(f"{explicit}: no such configuration file") from None
-        except OSError as exc:  # a name too long, a loop of links, a directory it may not see
-            raise ConfigError(
-                f"{explicit}: cannot read the configuration ({os_reason(exc)})"
-            ) from None
-        return explicit, "tool.firewall." if explicit.name == "pyproject.toml" else ""
-    for directory in _up_to_root(cwd):
-        if (directory / "firewall.toml").is_file():
-            return directory / "firewall.toml", ""
-        pyproject = directory / "pyproject.toml"
-        if pyproject.is_file() and has_firewall_table(pyproject):
-            return pyproject, "tool.firewall."
-    if (cwd / "pyproject.toml").is_file():
-        return cwd / "pyproject.toml", "tool.firewall."  # read, to say what it lacks
-    return None
-
-
-def repository_root(cwd: Path) -> Path | None:
-    """The nearest directory at or above ``cwd`` that holds ``.git``, or None."""
-    here = cwd.resolve()
-    return next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
-
-
-def _up_to_root(cwd: Path) -> list[Path]:
-    here = cwd.resolve()
-    root = repository_root(here)
-    if root is None:
-        return [here]
-    return [d for d in (here, *here.parents) if d == root or root in d.parents]
-
-
-def has_firewall_table(pyproject: Path) -> bool:
-    """Whether a pyproject.toml holds a [tool.firewall] table (an unreadable one: yes, so
-    that reading it names what is wrong with it)."""
-    try:
-        document = tomllib.loads(read_capped(pyproject, MAX_CONFIG_BYTES).decode("utf-8"))
-    except (OSError, Refused, ValueError, RecursionError):  # TOMLDecodeError is a ValueError
-        return True  # read it, so that the error names what is wrong with it
-    tool = document.get("tool")
-    return isinstance(tool, dict) and "firewall" in tool
-
-
-def load_config(explicit: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
-    """Read and validate the configuration; raise ConfigError naming file and key."""
-    cwd = cwd or Path.cwd()
-    found = find_config(explicit, cwd)
-    if found is None:
-        root = repository_root(cwd)
-        where = (
-            f"{cwd} or above it up to the repository root {root}"
-            if root and root != cwd.resolve()
-            else str(cwd)
-        )
-        raise ConfigError(
-            f"no configuration in {where}: create firewall.toml, add [tool.firewall] to "
-            "pyproject.toml, or run `firewall init` (it writes to the repository root)"
-        )
-    path, prefix = found
-    try:
-        text = read_capped(path, MAX_CONFIG_BYTES).decode("utf-8")
-        document = tomllib.loads(text)
-    except Refused as exc:
-        raise ConfigError(f"{path}: the configuration {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {os_reason(exc)}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    except RecursionError:
-        raise ConfigError(f"{path}: not valid TOML: nested too deep to read") from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    table: Any = document
-    if prefix:
-        tool = document.get("tool")
-        table = tool.get("firewall") if isinstance(tool, dict) else None
-        if table is None:
-            raise ConfigError(
-                f"{path}: has no [tool.firewall] table; add one or create firewall.toml"
-            )
-    settings = parse_settings(table, source=str(_display(path, cwd)), prefix=prefix)
-    return LoadedConfig(
-        settings=settings, path=path, prefix=prefix, eval_lines=_eval_lines(text, settings)
-    )
-
-
-def load_config_or_defaults(explicit: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
-    """``load_config``, except that a project with no configuration of its own runs on the
-    defaults (``path`` None), as the pytest plugin's probe does.
-
-    No configuration means no ``firewall.toml`` and no ``pyproject.toml`` with a
-    ``[tool.firewall]`` table (one that holds only pytest's settings is not the
-    firewall's). A configuration that is there and broken, and a ``--config``
-    that names no file, are still the errors they are.
-    """
-    cwd = cwd or Path.cwd()
-    if explicit is None:
-        found = find_config(None, cwd)
-        if found is None or (found[1] and not has_firewall_table(found[0])):
-            return LoadedConfig(settings=Settings(), path=None, prefix="")
-    return load_config(explicit, cwd)
 
 
 def parse_settings(table: Any, *, source: str, prefix: str = "") -> Settings:
@@ -600,27 +467,3 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     if get_origin(annotation) is None and isinstance(annotation, type):
         return annotation if issubclass(annotation, BaseModel) else None
     return None
-
-
-def _eval_lines(text: str, settings: Settings) -> dict[str, int]:
-    """Best-effort line numbers of each `id = "..."` so reports can point at them."""
-    lines: dict[str, int] = {}
-    wanted = {entry.id for entry in settings.evals}
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped.startswith("id"):
-            continue
-        key, _, value = stripped.partition("=")
-        if key.strip() != "id":
-            continue
-        value = value.split("#", 1)[0].strip().strip("'\"")
-        if value in wanted and value not in lines:
-            lines[value] = number
-    return lines
-
-
-def _display(path: Path, cwd: Path) -> Path:
-    try:
-        return path.resolve().relative_to(cwd.resolve())
-    except ValueError:
-        return path

@@ -21,7 +21,8 @@ from difflib import get_close_matches
 from pathlib import Path
 
 from firewall.adapters.inspect_eval import INSTALL
-from firewall.config import LoadedConfig, parse_eval_options
+from firewall.config import parse_eval_options
+from firewall.configfile import LoadedConfig
 from firewall.errors import ConfigError, DiscoveryError, UsageError
 from firewall.runner.python import worker_command
 from firewall.spec import EvalSpec, Source

@@ -18,6 +18,10 @@ CI never reads a crash of the tool as a failing eval.
     │                             no permission); a line that is no row is only skipped
     ├── LockError                 a file another firewall process holds too long, or
     │                             whose lock file cannot be made
+    ├── GitError                  git could not fetch, commit or push a branch of the
+    │                             firewall's own (the rolling proposal)
+    ├── ProposalRefused           GitHub would not open the proposal's pull request (a
+    │                             repository setting or the token's permissions)
     ├── IssueError                GitHub unreachable or refusing; never leaves the pipeline
     │   │                         (the two below cost one eval only, the sync goes on)
     │   ├── IssueGone             an eval's issue deleted, moved, not found, unmarked
@@ -95,6 +99,19 @@ class HistoryReadError(FirewallError):
 
 class LockError(FirewallError):
     """Another process held a file's lock past the timeout, or its lock file cannot be made."""
+
+
+class GitError(FirewallError):
+    """A git command on one of the firewall's branches failed; the message names the command
+    and git's own last word."""
+
+
+class ProposalRefused(FirewallError):
+    """GitHub would not open the proposal's pull request; the message says what to change.
+
+    A configuration error (exit 2), never a failing eval (1): the repository does not
+    let Actions open pull requests, or the token lacks ``pull-requests: write``.
+    """
 
 
 class IssueError(FirewallError):

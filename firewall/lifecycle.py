@@ -16,10 +16,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall._stats import EPSILON
 from firewall.artefact import EvalReport
 from firewall.config import Settings
 from firewall.policy import Status
-from firewall.stats import EPSILON
 from firewall.text import fmt
 from firewall.timeutil import Timestamp
 

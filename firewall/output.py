@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -96,7 +95,7 @@ def echo_json(document: str) -> None:
 
 
 def annotate(lines: Sequence[str]) -> None:
-    """The firewall's own workflow commands (from firewall.github.annotations), on stderr.
+    """The firewall's own workflow commands (from firewall.github.actions.annotations), on stderr.
 
     The only text printed as it is: each line is one command whose data and
     properties are already escaped, so nothing in it starts another line.
@@ -120,22 +119,6 @@ def error(text: str) -> None:
     note(f"firewall: error: {text}")
 
 
-def stop_commands(text: str, *, tokens: Callable[[], str] = lambda: secrets.token_hex(16)) -> str:
-    """``text`` between ``::stop-commands::TOKEN`` and ``::TOKEN::``.
-
-    Superseded by ``inert``, which the sink applies to everything, markers
-    included; kept for the callers that still wrap. The token is random and
-    absent from the text, compared without case as the runner compares command
-    names, so the text cannot resume processing itself. ``tokens`` draws one
-    (tests pass their own).
-    """
-    token = tokens()
-    while token.casefold() in text.casefold():  # 128 random bits: never in practice
-        token = tokens()
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"::stop-commands::{token}\n{body}::{token}::"
-
-
 def stderr_columns() -> int:
     """How many columns the terminal on stderr has: ``COLUMNS`` when set (as for
     ``shutil.get_terminal_size``), else the terminal's own size, else 80.
@@ -155,7 +138,7 @@ def stderr_columns() -> int:
         return shutil.get_terminal_size((80, 24)).columns
 
 
-class Progress:
+class TrialCounter:
     """A one-line trial counter on stderr, shown only when stderr is a terminal.
 
     The pipeline calls ``start`` with the number of trials it planned (a shard's
@@ -206,9 +189,9 @@ class Progress:
 
 
 @contextlib.contextmanager
-def progress(*, enabled: bool | None = None) -> Iterator[Progress]:
+def progress(*, enabled: bool | None = None) -> Iterator[TrialCounter]:
     """A trial counter for the pipeline, cleared from the terminal when the block ends."""
-    counter = Progress(enabled=enabled)
+    counter = TrialCounter(enabled=enabled)
     try:
         yield counter
     finally:

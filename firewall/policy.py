@@ -9,9 +9,9 @@ Instability is judged on what the trials report. Score-only evals: the IQR
 against ``flakiness``. Evals whose every trial reports items whose mean is
 its score: a test of the trials against the noise of their items, since an
 accuracy over 50 items scatters by about 0.04 from that noise alone. Binary
-items are tested against binomial noise (``firewall.stats.item_variance``),
+items are tested against binomial noise (``firewall._stats.item_variance``),
 continuous ones over the same ids by a two-way ANOVA of the trial effect
-(``firewall.stats.trial_anova``). Both keep the collapse fence, the item
+(``firewall._stats.trial_anova``). Both keep the collapse fence, the item
 evals' widened for the same noise (and checked before the test, so that a
 collapse is told by the trial it names).
 """
@@ -19,16 +19,18 @@ collapse is told by the trial it names).
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall._stats import ANOVA, EPSILON, ItemTest, Stats, item_variance, summarize, trial_anova
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
-from firewall.stats import ANOVA, EPSILON, ItemTest, Stats, item_variance, summarize, trial_anova
 from firewall.text import fmt, one_line
 
 ITEM_TEST_LEVEL = 0.01
@@ -237,6 +239,228 @@ def _collapse_rule(
     )
 
 
+@dataclass(frozen=True)
+class Probe:
+    """What every rule reads: the eval's settings, its trials and their statistics."""
+
+    spec: EvalSpec
+    trials: Sequence[TrialRecord]
+    stats: Stats
+    test: ItemTest | None  # the item test, for an eval whose trials report items
+
+    @functools.cached_property
+    def errored(self) -> list[TrialRecord]:
+        return [trial for trial in self.trials if trial.error is not None]
+
+    @property
+    def scored(self) -> int:
+        return len(self.trials) - len(self.errored)
+
+    @property
+    def count(self) -> str:
+        """How many trials a reason stands on (every reason past row 1 says it)."""
+        k = len(self.trials)
+        return f"{self.scored} of {k} scored" if self.errored else f"k={k}"
+
+    @property
+    def count_if_errored(self) -> str:
+        """The count, where a reason gives it only when some trials errored."""
+        return f" ({self.count})" if self.errored else ""
+
+    @property
+    def first_error(self) -> str:
+        first = self.errored[0] if self.errored else None
+        return f"; trial {first.index} (seed {first.seed}): {first.error}" if first else ""
+
+    @property
+    def spread(self) -> str:
+        assert self.stats.iqr is not None
+        spread = f"iqr {fmt(self.stats.iqr)}"
+        if self.test is not None:
+            spread += f", item variance p = {_p_text(self.test.result.p_value)}"
+        return spread
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """What one rule found: the checks it ran, and the status and reason if it decides."""
+
+    checks: tuple[Check, ...] = ()
+    status: Status | None = None  # None: the rule held, and the walk goes on
+    reason: str = ""
+
+
+Rule = Callable[[Probe], Ruling]
+
+
+def _too_many_errors(probe: Probe) -> Ruling:
+    """Row 1, error: more trials errored than ``max_errors`` allows."""
+    spec, errored = probe.spec, len(probe.errored)
+    check = Check(
+        name="errors",
+        ok=errored <= spec.max_errors,
+        actual=str(errored),
+        allowed=f"<= {spec.max_errors}",
+    )
+    if check.ok:
+        return Ruling((check,))
+    return Ruling(
+        (check,),
+        Status.ERROR,
+        f"{errored} of {len(probe.trials)} trials errored "
+        f"(max_errors {spec.max_errors}){probe.first_error}",
+    )
+
+
+def _too_few_scored(probe: Probe) -> Ruling:
+    """Row 1, error: fewer trials scored than ``min_scored``.
+
+    Recorded only when it could matter: with every trial scored it holds unless k is small.
+    """
+    spec, stats, scored = probe.spec, probe.stats, probe.scored
+    if not probe.errored and scored >= spec.min_scored and stats.median is not None:
+        return Ruling()
+    enough = scored >= spec.min_scored and stats.median is not None
+    check = Check(name="scored", ok=enough, actual=str(scored), allowed=f">= {spec.min_scored}")
+    if enough:
+        return Ruling((check,))
+    lost = (
+        f"{len(probe.errored)} of {len(probe.trials)} trials errored, leaving"
+        if probe.errored
+        else "only"
+    )
+    return Ruling(
+        (check,),
+        Status.ERROR,
+        f"{lost} {scored} scored, fewer than min_scored {spec.min_scored}{probe.first_error}",
+    )
+
+
+def _budget_unmeasured(probe: Probe) -> Ruling:
+    """Row 1, error: a budget is set, but no trial reported the metric it bounds."""
+    for budget, (metric, _, _) in _BUDGET_METRICS.items():
+        if getattr(probe.spec.budgets, budget) is not None and getattr(probe.stats, budget) is None:
+            return Ruling(
+                (), Status.ERROR, f"budget {budget} is set but no trial reported metrics.{metric}"
+            )
+    return Ruling()
+
+
+def _violation(probe: Probe) -> Ruling:
+    """Row 2, fail: a broken hard invariant is never averaged away."""
+    for trial in probe.trials:
+        if trial.violations:
+            names = ", ".join(trial.violations)
+            check = Check(name="violations", ok=False, actual=one_line(names), allowed="none")
+            return Ruling(
+                (check,),
+                Status.FAIL,
+                f"violation {names} in trial {trial.index} (seed {trial.seed})"
+                + probe.count_if_errored,
+            )
+    return Ruling((Check(name="violations", ok=True, actual="0", allowed="0"),))
+
+
+def _instability(probe: Probe) -> Ruling:
+    """Row 3, quarantine: the trials scatter, unless the eval is judged on its pass rate.
+
+    An item eval's fence runs first: a collapse its test would see as well is better
+    told by the trial it names.
+    """
+    if probe.spec.min_pass_rate is not None:
+        return Ruling()
+    rules = (_iqr_rule, _collapse_rule) if probe.test is None else (_collapse_rule, _item_rule)
+    checks: list[Check] = []
+    for rule in rules:
+        ruled = rule(probe.spec, probe.stats, probe.test, probe.trials, probe.count)
+        if ruled is None:
+            continue
+        check, unstable = ruled
+        checks.append(check)
+        if unstable:
+            return Ruling(tuple(checks), Status.QUARANTINE, unstable)
+    return Ruling(tuple(checks))
+
+
+def _below_threshold(probe: Probe) -> Ruling:
+    """Row 4, fail: stable, and the median below the bar: a regression."""
+    spec, median = probe.spec, probe.stats.median
+    assert median is not None
+    reached = median >= spec.threshold - EPSILON
+    check = Check(
+        name="median", ok=reached, actual=fmt(median), allowed=f">= {fmt(spec.threshold)}"
+    )
+    if reached:
+        return Ruling((check,))
+    return Ruling(
+        (check,),
+        Status.FAIL,
+        f"median {fmt(median)} < threshold {fmt(spec.threshold)} ({probe.spread}, {probe.count})",
+    )
+
+
+def _pass_rate_bound(probe: Probe) -> Ruling:
+    """Row 5, fail: the Wilson lower bound of the pass rate below ``min_pass_rate``."""
+    spec, stats = probe.spec, probe.stats
+    if spec.min_pass_rate is None:
+        return Ruling()
+    assert stats.wilson_low is not None and stats.pass_rate is not None
+    held = stats.wilson_low >= spec.min_pass_rate - EPSILON
+    check = Check(
+        name="wilson lower bound",
+        ok=held,
+        actual=fmt(stats.wilson_low),
+        allowed=f">= {fmt(spec.min_pass_rate)}",
+    )
+    if held:
+        return Ruling((check,))
+    passes = round(stats.pass_rate * probe.scored)
+    return Ruling(
+        (check,),
+        Status.FAIL,
+        f"pass rate {passes}/{probe.scored}: wilson lower "
+        f"bound {fmt(stats.wilson_low)} < min_pass_rate "
+        f"{fmt(spec.min_pass_rate)} at {fmt(spec.confidence)} confidence" + probe.count_if_errored,
+    )
+
+
+def _over_budget(probe: Probe) -> Ruling:
+    """Row 6, fail: a budget exceeded (p95 latency, mean tokens, mean cost)."""
+    checks: list[Check] = []
+    for budget, (_, label, unit) in _BUDGET_METRICS.items():
+        limit = getattr(probe.spec.budgets, budget)
+        if limit is None:
+            continue
+        actual = getattr(probe.stats, budget)
+        held = actual <= limit + EPSILON
+        checks.append(
+            Check(
+                name=label, ok=held, actual=f"{fmt(actual)}{unit}", allowed=f"<= {fmt(limit)}{unit}"
+            )
+        )
+        if not held:
+            return Ruling(
+                tuple(checks),
+                Status.FAIL,
+                f"{label} {fmt(actual)}{unit} > budget {fmt(limit)}{unit}" + probe.count_if_errored,
+            )
+    return Ruling(tuple(checks))
+
+
+RULES: tuple[Rule, ...] = (
+    _too_many_errors,  # 1. error
+    _too_few_scored,  # 1. error
+    _budget_unmeasured,  # 1. error
+    _violation,  # 2. fail
+    _instability,  # 3. quarantine
+    _below_threshold,  # 4. fail
+    _pass_rate_bound,  # 5. fail
+    _over_budget,  # 6. fail
+)
+"""The rule table, walked in order: the first rule that decides wins, and every check
+that ran is kept. A new rule is one function here."""
+
+
 def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     """Apply the rule table to one probe; a plain test's decision is told as one (``as_plain``)."""
     decision = _decide(spec, trials)
@@ -245,146 +469,24 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
 
 def _decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     stats, test = _measure(spec, trials)
+    probe = Probe(spec, trials, stats, test)
     checks: list[Check] = []
-    k = len(trials)
-    errored = [trial for trial in trials if trial.error is not None]
-    scored = k - len(errored)
-    # Every reason past row 1 says how many trials it stands on.
-    count = f"{scored} of {k} scored" if errored else f"k={k}"
-
-    def verdict(status: Status, reason: str) -> Decision:
-        # Trial errors and violation names are eval text and may span lines; a reason may not.
-        return Decision(status=status, reason=one_line(reason), stats=stats, checks=tuple(checks))
-
-    # 1. error: the probe could not measure enough.
-    first = errored[0] if errored else None
-    detail = f"; trial {first.index} (seed {first.seed}): {first.error}" if first else ""
-    checks.append(
-        Check(
-            name="errors",
-            ok=len(errored) <= spec.max_errors,
-            actual=str(len(errored)),
-            allowed=f"<= {spec.max_errors}",
-        )
+    for rule in RULES:
+        ruling = rule(probe)
+        checks.extend(ruling.checks)
+        if ruling.status is not None:
+            return _decision(probe, ruling.status, ruling.reason, checks)
+    assert stats.median is not None  # row 1 errs a probe without one
+    reason = (
+        f"median {fmt(stats.median)} >= threshold {fmt(spec.threshold)} "
+        f"({probe.spread}, {probe.count})"
     )
-    if len(errored) > spec.max_errors:
-        return verdict(
-            Status.ERROR,
-            f"{len(errored)} of {k} trials errored (max_errors {spec.max_errors}){detail}",
-        )
-    # Recorded only when it could matter: with every trial scored it holds unless k is small.
-    if errored or scored < spec.min_scored or stats.median is None:
-        enough = scored >= spec.min_scored and stats.median is not None
-        checks.append(
-            Check(name="scored", ok=enough, actual=str(scored), allowed=f">= {spec.min_scored}")
-        )
-        if not enough:
-            lost = f"{len(errored)} of {k} trials errored, leaving" if errored else "only"
-            return verdict(
-                Status.ERROR,
-                f"{lost} {scored} scored, fewer than min_scored {spec.min_scored}{detail}",
-            )
-    for budget, (metric, _, _) in _BUDGET_METRICS.items():
-        if getattr(spec.budgets, budget) is not None and getattr(stats, budget) is None:
-            return verdict(
-                Status.ERROR, f"budget {budget} is set but no trial reported metrics.{metric}"
-            )
+    return _decision(probe, Status.PASS, reason, checks)
 
-    # 2. a broken hard invariant is never averaged away.
-    for trial in trials:
-        if trial.violations:
-            checks.append(
-                Check(
-                    name="violations",
-                    ok=False,
-                    actual=one_line(", ".join(trial.violations)),
-                    allowed="none",
-                )
-            )
-            return verdict(
-                Status.FAIL,
-                f"violation {', '.join(trial.violations)} in trial "
-                f"{trial.index} (seed {trial.seed})" + (f" ({count})" if errored else ""),
-            )
-    checks.append(Check(name="violations", ok=True, actual="0", allowed="0"))
 
-    assert stats.median is not None and stats.iqr is not None and stats.q1 is not None
-    assert stats.min is not None
-    spread = f"iqr {fmt(stats.iqr)}"
-
-    # 3. instability, unless the eval is judged on its pass rate. An item eval's fence runs
-    # first: a collapse its test would see as well is better told by the trial it names.
-    if spec.min_pass_rate is None:
-        rules = (_iqr_rule, _collapse_rule) if test is None else (_collapse_rule, _item_rule)
-        for rule in rules:
-            ruled = rule(spec, stats, test, trials, count)
-            if ruled is None:
-                continue
-            check, unstable = ruled
-            checks.append(check)
-            if unstable:
-                return verdict(Status.QUARANTINE, unstable)
-        if test is not None:
-            spread += f", item variance p = {_p_text(test.result.p_value)}"
-
-    # 4. stable and below the bar: a regression.
-    reached = stats.median >= spec.threshold - EPSILON
-    checks.append(
-        Check(
-            name="median", ok=reached, actual=fmt(stats.median), allowed=f">= {fmt(spec.threshold)}"
-        )
-    )
-    if not reached:
-        return verdict(
-            Status.FAIL,
-            f"median {fmt(stats.median)} < threshold {fmt(spec.threshold)} ({spread}, {count})",
-        )
-
-    # 5. the pass-rate gate, on the Wilson lower bound.
-    if spec.min_pass_rate is not None:
-        assert stats.wilson_low is not None and stats.pass_rate is not None
-        held = stats.wilson_low >= spec.min_pass_rate - EPSILON
-        checks.append(
-            Check(
-                name="wilson lower bound",
-                ok=held,
-                actual=fmt(stats.wilson_low),
-                allowed=f">= {fmt(spec.min_pass_rate)}",
-            )
-        )
-        if not held:
-            passes = round(stats.pass_rate * scored)
-            return verdict(
-                Status.FAIL,
-                f"pass rate {passes}/{scored}: wilson lower "
-                f"bound {fmt(stats.wilson_low)} < min_pass_rate "
-                f"{fmt(spec.min_pass_rate)} at {fmt(spec.confidence)} confidence"
-                + (f" ({count})" if errored else ""),
-            )
-
-    # 6. budgets.
-    for budget, (_, label, unit) in _BUDGET_METRICS.items():
-        limit = getattr(spec.budgets, budget)
-        if limit is None:
-            continue
-        actual = getattr(stats, budget)
-        held = actual <= limit + EPSILON
-        checks.append(
-            Check(
-                name=label, ok=held, actual=f"{fmt(actual)}{unit}", allowed=f"<= {fmt(limit)}{unit}"
-            )
-        )
-        if not held:
-            return verdict(
-                Status.FAIL,
-                f"{label} {fmt(actual)}{unit} > budget {fmt(limit)}{unit}"
-                + (f" ({count})" if errored else ""),
-            )
-
-    return verdict(
-        Status.PASS,
-        f"median {fmt(stats.median)} >= threshold {fmt(spec.threshold)} ({spread}, {count})",
-    )
+def _decision(probe: Probe, status: Status, reason: str, checks: list[Check]) -> Decision:
+    # Trial errors and violation names are eval text and may span lines; a reason may not.
+    return Decision(status=status, reason=one_line(reason), stats=probe.stats, checks=tuple(checks))
 
 
 # --- plain tests -------------------------------------------------------------------------
@@ -492,7 +594,7 @@ def _plain(
     decided: flaky, or failing every run (a JUnit case) or most (the median's rule)."""
     ran = _ran(trials)
     passes = sum(bool(trial.passed) for trial in ran)
-    fails, errored = len(ran) - passes, len(trials) - len(ran)
+    fails = len(ran) - passes
     gated = "wilson lower bound" in failed
     broken = status is Status.FAIL and not gated and passes > 0  # the median's rule, mixed runs
     decided = status is Status.QUARANTINE or (status is Status.FAIL and not gated)
@@ -505,7 +607,22 @@ def _plain(
     )
     at = next((i for i, check in enumerate(checks) if check.name not in ("errors", "scored")), None)
     checks.insert(len(checks) if at is None else at, runs)
+    reason = _plain_head(spec, trials, ran, passes)
+    reason += _plain_clause(spec, status, checks, broken=broken, fails=fails)
+    failure = next((trial for trial in ran if not trial.passed), None)
+    if failure is not None:
+        message = failure_message(failure)
+        reason += f"; first failure, trial {failure.index} (seed {failure.seed})"
+        reason += f": {message}" if message else ""
+    return Decision(status=status, reason=one_line(reason), stats=stats, checks=tuple(checks))
 
+
+def _plain_head(
+    spec: EvalSpec, trials: Sequence[TrialRecord], ran: Sequence[TrialRecord], passes: int
+) -> str:
+    """How the runs went: "passed N and failed M of K runs on the same code", and how many
+    trials a case was missing from or errored in."""
+    fails, errored = len(ran) - passes, len(trials) - len(ran)
     if not fails:
         head = f"passed in {passes} of {len(ran)} runs"
     elif not passes:
@@ -516,13 +633,7 @@ def _plain(
         head += f", in {len(trials)} of {spec.k} trials"
     if errored:
         head += f" ({errored} of {len(trials)} trials errored)"
-    reason = head + _plain_clause(spec, status, checks, broken=broken, fails=fails)
-    failure = next((trial for trial in ran if not trial.passed), None)
-    if failure is not None:
-        message = failure_message(failure)
-        reason += f"; first failure, trial {failure.index} (seed {failure.seed})"
-        reason += f": {message}" if message else ""
-    return Decision(status=status, reason=one_line(reason), stats=stats, checks=tuple(checks))
+    return head
 
 
 def _plain_clause(

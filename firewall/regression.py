@@ -37,7 +37,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from firewall.stats import betainc
+from firewall._stats import betainc
 
 LEVEL = 0.05  # false discovery rate across the evals of one run
 CONFIDENCE = 0.95  # one-sided, for the drop's upper bound

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from firewall._stats import wilson_interval
 from firewall.config import (
-    DEFAULT_MAX_K,
     Budgets,
     EvalEntry,
     Regression,
@@ -19,11 +19,9 @@ from firewall.config import (
     parse_owner,
     per_second,
 )
+from firewall.constants import DEFAULT_MAX_K, MAX_K
 from firewall.errors import ConfigError
-from firewall.stats import wilson_interval
 from firewall.text import fmt
-
-MAX_SUGGESTED_K = 10_000
 
 
 class Source(BaseModel):
@@ -249,7 +247,7 @@ def pass_chance(k: int, true_rate: float, bar: float, confidence: float) -> floa
 
 def smallest_k(min_pass_rate: float, confidence: float) -> int | None:
     """The fewest trials whose perfect record reaches ``min_pass_rate`` at ``confidence``."""
-    low, high = 1, MAX_SUGGESTED_K
+    low, high = 1, MAX_K
     if wilson_interval(high, high, confidence)[0] < min_pass_rate:
         return None
     while low < high:

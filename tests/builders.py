@@ -18,6 +18,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 from pydantic import JsonValue
 
+from firewall._stats import Stats
 from firewall.artefact import Artefact, EvalReport, RunInfo, Summary
 from firewall.config import Budgets
 from firewall.diagnostics import CaseFlip, Cause, Hint, ValueCount
@@ -26,7 +27,6 @@ from firewall.policy import Check, Status
 from firewall.runner.seeds import trial_seed
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec, Source
-from firewall.stats import Stats
 
 DEFAULT_THRESHOLD = 0.8
 STARTED = dt.datetime(2026, 11, 29, 21, 0, tzinfo=dt.timezone.utc)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from firewall.config import ConfigError, load_config, parse_settings
+from firewall.config import ConfigError, parse_settings
+from firewall.configfile import load_config
 from firewall.errors import FirewallError
 
 MINIMAL_EVAL = '[[evals]]\nid = "triage"\ncommand = "python evals/triage.py --seed {seed}"\n'

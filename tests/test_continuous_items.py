@@ -11,9 +11,9 @@ import statsmodels.api as sm
 import statsmodels.formula.api as smf
 from builders import make_spec, trial
 
+from firewall._stats import ANOVA, trial_anova
 from firewall.policy import Status, decide
 from firewall.runner.trial import TrialRecord
-from firewall.stats import ANOVA, trial_anova
 
 
 def judged(rng: random.Random, *, items: int, trials: int, shift: float = 0.0) -> list[TrialRecord]:

@@ -45,7 +45,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from firewall.adaptive import conclude, wanted
-from firewall.config import ID_PATTERN, load_config
+from firewall.config import ID_PATTERN
+from firewall.configfile import load_config
 from firewall.discovery import discover
 from firewall.errors import ArtefactError, ConfigError, ExitCode, RegistryError
 from firewall.lifecycle import Entry

@@ -7,9 +7,9 @@ from builders import make_spec
 from click.testing import CliRunner
 from scipy import stats
 
+from firewall._stats import wilson_interval
 from firewall.cli import main
 from firewall.spec import pass_chance, power_notes
-from firewall.stats import wilson_interval
 
 
 @pytest.mark.parametrize(("k", "rate", "bar"), [(30, 0.95, 0.8), (60, 0.97, 0.9), (7, 0.9, 0.5)])

@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from builders import trials
 
+from firewall._stats import Stats
 from firewall.artefact import EvalReport
 from firewall.config import Settings
 from firewall.lifecycle import (
@@ -20,7 +21,6 @@ from firewall.lifecycle import (
 )
 from firewall.policy import Status
 from firewall.spec import Source
-from firewall.stats import Stats
 from firewall.timeutil import to_text
 
 AT = dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.timezone.utc)

@@ -10,12 +10,12 @@ from firewall import output
 
 
 def test_progress_writes_to_stderr_only_when_enabled(capsys: pytest.CaptureFixture[str]) -> None:
-    quiet = output.Progress(enabled=False)
+    quiet = output.TrialCounter(enabled=False)
     quiet.start(2)
     quiet.step("a", errored=False)
     assert capsys.readouterr() == ("", "")
 
-    shown = output.Progress(enabled=True)
+    shown = output.TrialCounter(enabled=True)
     shown.start(2)
     shown.step("a", errored=False)
     shown.step("b", errored=True)
@@ -32,7 +32,7 @@ def test_progress_never_wraps_in_a_narrow_terminal(
 ) -> None:
     """``\\r`` returns to the start of the last row only: a line that wraps leaves debris."""
     monkeypatch.setenv("COLUMNS", str(columns))
-    shown = output.Progress(enabled=True)
+    shown = output.TrialCounter(enabled=True)
     shown.start(519)
     for index in range(519):
         shown.step(f"tests/test_checkout.py/test_case_with_a_long_name.{index:04}", errored=False)
@@ -51,14 +51,14 @@ def test_the_width_is_stderrs_terminal_when_columns_is_not_set(
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setattr(output.os, "get_terminal_size", lambda fd: os.terminal_size((37, 9)))
     assert output.stderr_columns() == 37
-    assert output.Progress(enabled=True).width() == 36
+    assert output.TrialCounter(enabled=True).width() == 36
     monkeypatch.setenv("COLUMNS", "52")
     assert output.stderr_columns() == 52
 
 
 def test_the_width_is_a_resized_terminals(capsys: pytest.CaptureFixture[str]) -> None:
     sizes = iter([80, 30])
-    shown = output.Progress(enabled=True, columns=lambda: next(sizes))
+    shown = output.TrialCounter(enabled=True, columns=lambda: next(sizes))
     shown.start(2)
     shown.step("a" * 100, errored=False)
     shown.step("b" * 100, errored=False)
@@ -67,32 +67,17 @@ def test_the_width_is_a_resized_terminals(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_progress_is_off_when_stderr_is_not_a_terminal() -> None:
-    assert output.Progress().enabled is False  # pytest's captured stderr is no terminal
+    assert output.TrialCounter().enabled is False  # pytest's captured stderr is no terminal
 
 
 def test_finish_clears_the_line_once(capsys: pytest.CaptureFixture[str]) -> None:
-    shown = output.Progress(enabled=True)
+    shown = output.TrialCounter(enabled=True)
     shown.start(1)
     shown.step("a", errored=False)
     shown.finish()
     capsys.readouterr()
     shown.finish()  # the context manager finishes again after the pipeline did
     assert capsys.readouterr().err == ""
-
-
-def test_stop_commands_never_uses_a_token_found_in_the_text() -> None:
-    tokens = iter(["abcd", "abcd", "ef01"])
-    assert output.stop_commands("x abcd y", tokens=lambda: next(tokens)) == (
-        "::stop-commands::ef01\nx abcd y\n::ef01::"
-    )
-
-
-def test_a_stop_token_is_absent_from_the_text_whatever_its_case() -> None:
-    """The runner matches the resume token as it matches command names: without case."""
-    tokens = iter(["abcd", "ef01"])
-    assert output.stop_commands("x ##[ABCD] y", tokens=lambda: next(tokens)).startswith(
-        "::stop-commands::ef01\n"
-    )
 
 
 def test_each_kind_of_output_has_its_stream(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from builders import invoke_split, write_module
 
-from firewall.config import OWNER_EXPECTED, load_config, parse_owner
+from firewall.config import OWNER_EXPECTED, parse_owner
+from firewall.configfile import load_config
 from firewall.discovery import discover
 from firewall.errors import ConfigError
 

@@ -10,6 +10,7 @@ import pytest
 from scipy import special, stats
 from statsmodels.stats.multitest import multipletests
 
+from firewall._stats import betainc
 from firewall.regression import (
     MIN_RUNS,
     RunMean,
@@ -19,7 +20,6 @@ from firewall.regression import (
     t_quantile,
     t_sf,
 )
-from firewall.stats import betainc
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 5, 9, 19, 30, 100])

@@ -13,8 +13,8 @@ from statsmodels.stats.contingency_tables import cochrans_q as statsmodels_cochr
 from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 from statsmodels.stats.proportion import proportion_confint
 
-from firewall import stats
-from firewall.stats import (
+from firewall import _stats as stats
+from firewall._stats import (
     COCHRAN,
     DISPERSION,
     EPSILON,

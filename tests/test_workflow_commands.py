@@ -253,7 +253,7 @@ def test_nothing_the_sink_prints_is_a_command(
 
 
 def test_progress_shows_no_command(capsys: pytest.CaptureFixture[str]) -> None:
-    counter = output.Progress(enabled=True)
+    counter = output.TrialCounter(enabled=True)
     counter.start(1)
     counter.step("x ##[error]forged", errored=False)
     counter.finish()
@@ -628,7 +628,7 @@ def test_init_says_what_it_wrote(job: Path, emitted: list[str]) -> None:
 @pytest.mark.parametrize("payload", CORPUS)
 def test_an_annotation_gives_the_runner_the_reason_back(payload: str) -> None:
     """The toolkit's escaping, read by the runner's unescaping: one command, the reason whole."""
-    from firewall.github.annotations import annotations_for
+    from firewall.github.actions.annotations import annotations_for
 
     run = make_artefact(make_report("forged", Status.FAIL, reason=payload))
     [line] = annotations_for(run)

@@ -8,7 +8,7 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option
-from firewall.errors import FirewallError
+from firewall.errors import UsageError
 from firewall.pipeline import context
 from firewall.pipeline.views import calibration
 from firewall.report.calibrate import MIN_POINTS, render_calibration
@@ -32,7 +32,7 @@ def calibrate_command(config_path: Path | None, as_json: bool) -> None:
         return
     history = ctx.settings.history
     if result.overall.points == 0:
-        raise FirewallError(
+        raise UsageError(
             f"{history}: no probes recorded yet; calibrate after some "
             "runs (two weeks of history is a good start)"
         )

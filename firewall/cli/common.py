@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from firewall.constants import MAX_K, MIN_K
 from firewall.discovery import Shard
 from firewall.runner.seeds import BaseSeed
 
@@ -97,7 +98,7 @@ def dry_run_option_saying(help: str) -> Callable[[F], F]:
 
 
 def k_option(help: str = "Trials per eval, overriding the config.") -> Callable[[F], F]:
-    return click.option("--k", type=click.IntRange(min=3), help=help)
+    return click.option("--k", type=click.IntRange(min=MIN_K, max=MAX_K), help=help)
 
 
 def format_option(help: str = "table for people, json for scripts.") -> Callable[[F], F]:

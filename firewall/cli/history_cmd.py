@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import click
 
 from firewall import output
 from firewall.cli.common import config_option
-from firewall.pipeline import context
-from firewall.store.history import LocalHistory
-from firewall.timeutil import to_text
+from firewall.pipeline import context, manual
 
 
 @click.group(name="history")
@@ -31,9 +28,7 @@ def history_group() -> None:
 def compact(keep_days: int, config_path: Path | None) -> None:
     """Drop history rows older than --keep-days, atomically and under the lock."""
     ctx = context.load(config_path, with_evals=False)
-    store = LocalHistory(ctx.cwd / ctx.settings.history)
-    cutoff = to_text(ctx.clock() - dt.timedelta(days=keep_days))
-    kept, dropped = store.compact(keep_after=cutoff)
+    kept, dropped = manual.compact_history(ctx, keep_days=keep_days)
     output.echo(
         f"{ctx.settings.history}: kept {kept} rows, dropped {dropped} older than {keep_days} days"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from firewall import output
-from firewall.config import repository_root
+from firewall.configfile import repository_root
 from firewall.scaffold import ACTION_REF, scaffold
 
 

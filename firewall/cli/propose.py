@@ -8,8 +8,9 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option, dry_run_option_saying
+from firewall.errors import ProposalRefused
 from firewall.pipeline import context
-from firewall.pipeline.propose import ProposalRefused, propose, pull_requests_for
+from firewall.pipeline.propose import propose, pull_requests_for
 
 
 @click.command(name="propose")
@@ -32,8 +33,8 @@ def propose_command(config_path: Path | None, base: str | None, dry_run: bool) -
     is deleted when nothing is left to propose. Needs `contents: write` and
     `pull-requests: write`, and the repository setting "Allow GitHub Actions
     to create and approve pull requests" (or a GitHub App or personal token,
-    which also makes the pull request's own checks run). Exits 1 when GitHub
-    refuses to open the pull request, 0 otherwise.
+    which also makes the pull request's own checks run). Exits 2 when GitHub
+    refuses to open the pull request or git cannot push, 0 otherwise.
     """
     ctx = context.load(config_path, with_evals=False)
     try:
@@ -42,7 +43,7 @@ def propose_command(config_path: Path | None, base: str | None, dry_run: bool) -
         )
     except ProposalRefused as exc:
         if ctx.in_actions:
-            from firewall.github.annotations import annotation
+            from firewall.github.actions.annotations import annotation
 
             output.annotate([annotation("error", str(exc), title="Flakiness Firewall")])
         raise

@@ -9,12 +9,10 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option
-from firewall.discovery import unknown_eval_message
-from firewall.errors import ExitCode, UsageError
+from firewall.errors import ExitCode
 from firewall.pipeline import context, suites
-from firewall.runner import Task
-from firewall.runner import replay as run_one
-from firewall.spec import EvalSpec
+from firewall.pipeline.replay import TrialReplay
+from firewall.pipeline.replay import replay as replay_one
 
 
 @click.command()
@@ -58,19 +56,16 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
     whether the seed reached the command; exits 0 when the case ran, 3 when the
     suite's run wrote no report or the case was not in it.
     """
-    project = context.load(config_path)
-    spec = next((spec for spec in project.specs if spec.id == eval_id), None)
-    if spec is None:
-        found = suites.find_case(project.specs, eval_id)
-        if found is None:
-            raise UsageError(unknown_eval_message(eval_id, [s.id for s in project.specs]))
-        _replay_case(project, *found, seed=seed, trial=trial, verbose=verbose)
-        return
-    outcome, record = run_one(
-        Task(spec, trial, seed, spec.k),
-        cwd=project.cwd,
-        share_token=project.settings.github.share_token,
-    )
+    replayed = replay_one(context.load(config_path), eval_id, seed=seed, trial=trial)
+    if isinstance(replayed, suites.CaseReplay):
+        _show_case(replayed, verbose=verbose)
+    else:
+        _show_trial(replayed, verbose=verbose)
+    raise SystemExit(ExitCode.OK if replayed.reproduced else ExitCode.ERROR)
+
+
+def _show_trial(replayed: TrialReplay, *, verbose: bool) -> None:
+    outcome, record = replayed.outcome, replayed.record
     if outcome.error is None:
         output.echo_json(json.dumps(outcome.payload, indent=2, sort_keys=True))
     if outcome.traceback:
@@ -81,35 +76,17 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
         imported = f", its module imported in {outcome.import_s:.3f} s" if outcome.import_s else ""
         output.echo(f"# took {record.duration_s:.3f} s{imported}")
     output.echo(
-        f"# {spec.id} trial {trial} seed {seed}: "
+        f"# {replayed.spec.id} trial {replayed.trial} seed {replayed.seed}: "
         + (
             f"ERROR {record.error}"
             if record.errored
             else f"score {record.score} passed {record.passed}"
         )
     )
-    raise SystemExit(ExitCode.ERROR if record.errored else ExitCode.OK)
 
 
-def _replay_case(
-    project: context.Context,
-    suite: EvalSpec,
-    case: str,
-    *,
-    seed: int,
-    trial: int,
-    verbose: bool,
-) -> None:
-    replayed = suites.replay_case(
-        suite,
-        case,
-        seed=seed,
-        trial=trial,
-        cwd=project.cwd,
-        share_token=project.settings.github.share_token,
-    )
+def _show_case(replayed: suites.CaseReplay, *, verbose: bool) -> None:
     passed = replayed.found is not None and replayed.found.outcome == "passed"
     if replayed.output and (verbose or not passed):
         output.echo(f"# what the suite's command printed:\n{replayed.output}")
     output.echo(replayed.summary())
-    raise SystemExit(ExitCode.OK if replayed.reproduced else ExitCode.ERROR)

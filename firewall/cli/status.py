@@ -8,6 +8,7 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option
+from firewall.constants import TREND_DAYS
 from firewall.pipeline import context
 from firewall.pipeline.views import status_view
 from firewall.report.status import render_status
@@ -18,7 +19,7 @@ from firewall.report.status import render_status
 @click.option(
     "--days",
     type=click.IntRange(min=1),
-    default=14,
+    default=TREND_DAYS,
     show_default=True,
     help="How far back the trend reaches.",
 )

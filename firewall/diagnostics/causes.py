@@ -43,11 +43,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from firewall._stats import EPSILON, iqr
 from firewall.diagnostics.drift import DISPLAY_CHARS, case_ids
 from firewall.diagnostics.models import CaseFlip, Cause, FieldDrift, Hint
 from firewall.diagnostics.text import describe_drift, describe_flip
 from firewall.runner.trial import TrialRecord, shorten
-from firewall.stats import EPSILON, iqr
 from firewall.text import fmt
 
 MIN_CORRELATION = 0.7

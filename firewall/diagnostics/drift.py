@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from pydantic import JsonValue
 
+from firewall._stats import EPSILON, drift_rate, percentile
 from firewall.diagnostics.models import CaseFlip, FieldDrift, ValueCount
 from firewall.runner.trial import TrialRecord, shorten
-from firewall.stats import EPSILON, drift_rate, percentile
 
 DISPLAY_CHARS = 80
 """Longest value a report shows; the model keeps the whole value."""

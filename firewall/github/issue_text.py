@@ -25,7 +25,7 @@ from firewall.diagnostics import (
     describe_hint,
     format_check,
 )
-from firewall.github.issues import Change, IssueContext
+from firewall.github.issues import IssueContext, ProposalKind
 from firewall.github.markers import Closing, closing_marker, json_marker
 from firewall.lifecycle import Candidate, Event, ProbeNumbers
 from firewall.text import fmt
@@ -114,12 +114,12 @@ def render_dismissal(eval_id: str, reprobe: ProbeNumbers, candidate: Candidate |
     return with_closing(f"{text.rstrip()}\n\n{json_marker('dismissed', reprobe)}", "dismissed")
 
 
-def render_proposal(eval_id: str, pull: int, change: Change) -> str:
+def render_proposal(eval_id: str, pull: int, change: ProposalKind) -> str:
     text = render_template("proposal_comment.md.j2", eval_id=eval_id, pull=pull, change=change)
     return f"{text.rstrip()}\n\n{proposal_marker(pull, change)}\n"
 
 
-def proposal_marker(pull: int, change: Change) -> str:
+def proposal_marker(pull: int, change: ProposalKind) -> str:
     return json_marker("proposed", {"pr": pull, "change": change})
 
 

@@ -64,7 +64,7 @@ from firewall.timeutil import Timestamp, to_text
 
 DEFAULT_LABEL = "flaky-eval"
 
-Change = Literal["release", "adoption"]
+ProposalKind = Literal["release", "adoption"]
 """What the rolling pull request proposes for an eval: leave quarantine, or enter it."""
 
 
@@ -123,7 +123,7 @@ class IssueTracker(Protocol):
     def dismiss_candidate(self, eval_id: str, reprobe: ProbeNumbers) -> None:
         """Not reproduced on the default branch: say so with the numbers, close as completed."""
 
-    def note_proposal(self, eval_id: str, pull: int, change: Change) -> None:
+    def note_proposal(self, eval_id: str, pull: int, change: ProposalKind) -> None:
         """Say on the eval's open issue that pull request #pull proposes ``change``."""
 
 
@@ -189,7 +189,7 @@ class RecordingIssues:
             "and close its issue (completed)"
         )
 
-    def note_proposal(self, eval_id: str, pull: int, change: Change) -> None:
+    def note_proposal(self, eval_id: str, pull: int, change: ProposalKind) -> None:
         self._say(f"would say on the issue for {eval_id} that #{pull} proposes its {change}")
 
     def _details(self, ctx: IssueContext) -> str:
@@ -249,7 +249,7 @@ class ScrubbedIssues:
     def dismiss_candidate(self, eval_id: str, reprobe: ProbeNumbers) -> None:
         self.tracker.dismiss_candidate(eval_id, self.secrets.scrub_model(reprobe))
 
-    def note_proposal(self, eval_id: str, pull: int, change: Change) -> None:
+    def note_proposal(self, eval_id: str, pull: int, change: ProposalKind) -> None:
         self.tracker.note_proposal(eval_id, pull, change)
 
     def _context(self, ctx: IssueContext) -> IssueContext:

@@ -37,7 +37,6 @@ ROOT_CONFIGS = ("pyproject.toml", "firewall.toml")
 """The configuration files at the repository root whose issues have the default scope."""
 _STATUS_BLOCK = re.compile(r"<!-- firewall:status -->.*?<!-- /firewall:status -->", re.DOTALL)
 _STATE = re.compile(r"<!-- firewall:state=([a-z]+) -->")
-_CLOSED = re.compile(r"<!-- firewall:closed=([a-z]+) -->")
 # `>` is escaped inside the JSON, so the first "} -->" is the marker's own end.
 _JSON = re.compile(r"<!-- firewall:(candidate|dismissed|proposed) (\{.*?\}) -->")
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "@": "\\u0040"}
@@ -111,12 +110,6 @@ def replace_status(body: str, block: str) -> str:
 
 def closing_marker(why: Closing) -> str:
     return f"<!-- firewall:closed={why} -->"
-
-
-def closed_by(text: str) -> str | None:
-    """Why the firewall closed an issue, from its closing comment; None: not the firewall."""
-    match = _CLOSED.search(text)
-    return match.group(1) if match else None
 
 
 def json_marker(kind: JsonMarker, value: BaseModel | dict[str, Any]) -> str:

@@ -20,9 +20,9 @@ from pathlib import Path
 from firewall.artefact import Artefact
 from firewall.errors import WriteError
 from firewall.github import in_actions
-from firewall.github.annotations import MORE_IN, annotations_for
-from firewall.github.outputs import outputs_for, write_outputs
-from firewall.github.summary import append_summary
+from firewall.github.actions.annotations import MORE_IN, annotations_for
+from firewall.github.actions.outputs import outputs_for, write_outputs
+from firewall.github.actions.summary import append_summary
 from firewall.lifecycle import Entry, overdue
 from firewall.report import status as triage
 from firewall.report.markdown import render_summary

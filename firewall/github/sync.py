@@ -25,10 +25,10 @@ from firewall.errors import IssueError, IssueGone, IssueRefused
 from firewall.github.budget import Budget, BudgetSpent, spent_warning
 from firewall.github.issues import (
     Candidate,
-    Change,
     IssueContext,
     IssueTracker,
     ProbeNumbers,
+    ProposalKind,
     RecordingIssues,
     ScrubbedIssues,
 )
@@ -234,7 +234,7 @@ def after_reprobe(
     tracker: IssueTracker,
     *,
     dismissed: Mapping[str, ProbeNumbers] = {},
-    proposed: Mapping[str, tuple[int, Change]] = {},
+    proposed: Mapping[str, tuple[int, ProposalKind]] = {},
 ) -> Sync:
     """After the nightly re-probed the candidates on the default branch: the ones not
     reproduced dismissed (their issues closed), and the proposals said on their issues.

@@ -48,10 +48,10 @@ from firewall.github.issue_api import CommentView, IssueAPI, IssueView
 from firewall.github.issues import (
     DEFAULT_LABEL,
     Candidate,
-    Change,
     IssueContext,
     NotPlanned,
     ProbeNumbers,
+    ProposalKind,
 )
 from firewall.github.markers import (
     eval_marker,
@@ -275,7 +275,7 @@ class IssueBook:
         latest = max(recorded, key=lambda c: c.at, default=None)
         self._close(eval_id, found.number, text.render_dismissal(eval_id, reprobe, latest))
 
-    def note_proposal(self, eval_id: str, pull: int, change: Change) -> None:
+    def note_proposal(self, eval_id: str, pull: int, change: ProposalKind) -> None:
         found = self._find(eval_id, f"note the proposal #{pull} for {eval_id}")
         marker = text.proposal_marker(pull, change)
         if found is None or marker in found.body:  # said already on an earlier night

@@ -25,12 +25,12 @@ import datetime as dt
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from firewall._stats import Stats
 from firewall.artefact import Artefact, Carried, EvalReport, Saved
 from firewall.fingerprint import changes, combine, files_in, parts_of, unknowable
 from firewall.pipeline.context import Context
 from firewall.policy import Status
 from firewall.spec import EvalSpec
-from firewall.stats import Stats
 from firewall.store.history import HistoryRow, HistoryStore
 
 CARRIED_STATUSES = (Status.PASS, Status.FAIL)  # a decision the default branch took, and kept

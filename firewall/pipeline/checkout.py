@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from firewall.store.git import bounded
+from firewall.store.git import ask
 
 _TRUE = ("1", "true", "yes")
 _PULL_REF = re.compile(r"^refs/pull/(\d+)/")
@@ -137,7 +135,7 @@ def _event(env: Mapping[str, str]) -> dict[str, object]:
 
 
 def _current_branch(cwd: Path) -> str | None:
-    return _git(cwd, "symbolic-ref", "--quiet", "--short", "HEAD")
+    return ask(cwd, "symbolic-ref", "--quiet", "--short", "HEAD")
 
 
 def remote_default(cwd: Path, remote: str) -> tuple[str | None, str]:
@@ -148,10 +146,10 @@ def remote_default(cwd: Path, remote: str) -> tuple[str | None, str]:
     """
     if not remote:
         return None, "no git remote is set in [state] remote, to ask for its default branch"
-    head = _git(cwd, "symbolic-ref", "--quiet", "--short", f"refs/remotes/{remote}/HEAD")
+    head = ask(cwd, "symbolic-ref", "--quiet", "--short", f"refs/remotes/{remote}/HEAD")
     if head:
         return head.removeprefix(f"{remote}/"), f"refs/remotes/{remote}/HEAD"
-    answer = _git(cwd, "ls-remote", "--symref", remote, "HEAD")
+    answer = ask(cwd, "ls-remote", "--symref", remote, "HEAD")
     for line in (answer or "").splitlines():
         pointer, _, name = line.partition("\t")
         if name == "HEAD" and pointer.startswith("ref: refs/heads/"):
@@ -174,15 +172,3 @@ def _api_default(env: Mapping[str, str], why_not: str) -> tuple[str | None, str]
     if named is None:
         return None, f"{why_not}; and no GITHUB_TOKEN to ask the API"
     return named, "the API's repository.default_branch"
-
-
-def _git(cwd: Path, *args: str) -> str | None:
-    try:
-        proc = bounded(  # `ls-remote` asks the remote: its transport must not outlive it
-            ["git", "-C", str(cwd), *args],
-            timeout=10,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return (proc.stdout.strip() or None) if proc.returncode == 0 else None

@@ -13,12 +13,12 @@ import dataclasses
 import datetime as dt
 import functools
 import os
-import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from firewall import output
-from firewall.config import LoadedConfig, Settings, load_config, load_config_or_defaults
+from firewall.config import Settings
+from firewall.configfile import LoadedConfig, load_config, load_config_or_defaults
 from firewall.discovery import discover, nothing_selected, select
 from firewall.errors import ConfigError, NothingSelected
 from firewall.lifecycle import Entry
@@ -28,6 +28,7 @@ from firewall.pipeline.checkout import Checkout, in_ci
 from firewall.pipeline.keeper import Keeper
 from firewall.secrets import Secrets
 from firewall.spec import EvalSpec
+from firewall.store.git import GitInfo, ask
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryStore, LocalHistory
 from firewall.store.registry import Registry
@@ -35,21 +36,6 @@ from firewall.store.shared import SharedHistory
 from firewall.timeutil import now
 
 Clock = Callable[[], dt.datetime]
-
-
-@dataclasses.dataclass(frozen=True)
-class GitInfo:
-    """The commit and ref under test: the CI's word for them when there is one, else git's."""
-
-    sha: str | None
-    ref: str | None
-
-    @classmethod
-    def find(cls, cwd: Path, env: Mapping[str, str]) -> GitInfo:
-        return cls(
-            sha=env.get("GITHUB_SHA") or _git(cwd, "rev-parse", "HEAD"),
-            ref=env.get("GITHUB_REF") or _git(cwd, "symbolic-ref", "-q", "HEAD"),
-        )
 
 
 @dataclasses.dataclass
@@ -102,7 +88,7 @@ class Context:
             return
         self.notices.append(text)
         if self.in_actions:
-            from firewall.github.annotations import problem_annotations
+            from firewall.github.actions.annotations import problem_annotations
 
             output.annotate(problem_annotations([text]))
         else:
@@ -198,7 +184,7 @@ def load(
         clock=clock,
     )
     state = config.settings.state
-    if state.remote and _git(cwd, "remote", "get-url", state.remote) is not None:
+    if state.remote and ask(cwd, "remote", "get-url", state.remote) is not None:
         ctx.history = SharedHistory(
             local,
             GitState(cwd, state.remote, state.branch, env=ctx.env),
@@ -228,13 +214,3 @@ def check_paths(config: LoadedConfig, cwd: Path) -> None:
             f"{where}: {config.prefix}{key} = {value!r} {problem}; "
             f"expected the path of a file (default {Settings.model_fields[key].default!r})"
         )
-
-
-def _git(cwd: Path, *args: str) -> str | None:
-    try:
-        proc = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.strip() or None if proc.returncode == 0 else None

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from firewall import output
+from firewall.constants import BASELINE_WINDOW
 from firewall.lifecycle import Entry, overdue, quarantine_entry
 from firewall.pipeline.keeper import candidate_of
 from firewall.policy import Status
@@ -26,7 +27,7 @@ from firewall.policy import Status
 if TYPE_CHECKING:
     from firewall.artefact import Artefact
     from firewall.github.budget import Budget
-    from firewall.github.issues import Candidate, Change, IssueTracker, ProbeNumbers
+    from firewall.github.issues import Candidate, IssueTracker, ProbeNumbers, ProposalKind
     from firewall.github.sync import Sync
     from firewall.pipeline.context import Context
     from firewall.pipeline.nightly import NightlyResult
@@ -155,16 +156,11 @@ def announce(
     output.annotate(publication.annotations)
 
 
-def report_problem(ctx: Context, text: str) -> None:
-    """One problem that changes no decision, for a command that annotates nothing else."""
-    report_problems(ctx, [text])
-
-
 def report_problems(ctx: Context, problems: Sequence[str]) -> None:
     """Problems that change no decision, for a command that annotates nothing else:
     warning annotations in a GitHub job (at most a step's budget), else warnings."""
     if ctx.in_actions:
-        from firewall.github.annotations import PER_STEP, problem_annotations
+        from firewall.github.actions.annotations import PER_STEP, problem_annotations
 
         room = max(1, PER_STEP - len(ctx.notices))  # the notices were annotated as they came
         output.annotate(problem_annotations(problems, limit=room) if problems else [])
@@ -234,7 +230,7 @@ def _comment_on_pull_request(ctx: Context, result: RunResult, *, issues: bool) -
     if budget.spent:  # its one warning said so
         return []
     from firewall.github.comment import publish_comment
-    from firewall.report.comment import BASELINE_WINDOW, baseline
+    from firewall.report.comment import baseline
 
     default = ctx.checkout.default_branch
     ids = {report.id for report in result.artefact.evals}
@@ -265,7 +261,7 @@ def _tracker(
     budget = github_budget(ctx)
     if budget.spent:  # its one warning said so: the rest of the command's GitHub work waits
         return None
-    from firewall.config import repository_root
+    from firewall.configfile import repository_root
     from firewall.errors import IssueError
     from firewall.github import sync
     from firewall.github.markers import config_scope
@@ -347,7 +343,7 @@ def open_candidates(ctx: Context, *, issues: bool) -> dict[str, Candidate]:
     return {eval_id: c for eval_id, c in found.items() if eval_id not in quarantined}
 
 
-def publish_proposal(ctx: Context, proposed: Mapping[str, tuple[int, Change]]) -> None:
+def publish_proposal(ctx: Context, proposed: Mapping[str, tuple[int, ProposalKind]]) -> None:
     """After `propose`: each eval's issue says which pull request proposes its change."""
     problems: list[str] = []
     tracker = _tracker(ctx, problems, dry_run=False, issues=True)

@@ -1,4 +1,5 @@
-"""`firewall quarantine add|release`: the registry edited by hand, and the issue that follows."""
+"""`firewall quarantine add|release`: the registry edited by hand, and the issue that follows;
+`firewall history compact`: the history file kept from growing without bound."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from firewall.errors import UsageError
 from firewall.lifecycle import Entry
 from firewall.pipeline import effects
 from firewall.pipeline.context import Context
+from firewall.store.history import LocalHistory
 from firewall.testids import from_nodeid
+from firewall.timeutil import to_text
 
 
 def add(ctx: Context, eval_id: str, *, reason: str, owner: str | None, issues: bool) -> Entry:
@@ -90,3 +93,10 @@ def _suite_case(ctx: Context, eval_id: str) -> bool:
             return True
         suite, _, _ = suite.rpartition("/")
     return False
+
+
+def compact_history(ctx: Context, *, keep_days: int) -> tuple[int, int]:
+    """Drop the local history's rows older than ``keep_days``, atomically and under the
+    lock; how many rows were kept and how many dropped."""
+    store = LocalHistory(ctx.cwd / ctx.settings.history)
+    return store.compact(keep_after=to_text(ctx.clock() - dt.timedelta(days=keep_days)))

@@ -22,7 +22,7 @@ from firewall.pipeline import effects, suites, verdict
 from firewall.pipeline.context import Context
 from firewall.pipeline.defined import kind_of
 from firewall.pipeline.run import Kept, keep, probe_part
-from firewall.pipeline.stages import Progress, judge, run_info
+from firewall.pipeline.stages import TrialCounter, judge, run_info
 from firewall.policy import Status
 from firewall.runner.seeds import RANDOM, BaseSeed
 from firewall.spec import EvalSpec
@@ -59,7 +59,7 @@ def nightly(
     ctx: Context,
     options: NightlyOptions,
     *,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
     present: Callable[[NightlyResult], None] | None = None,
 ) -> NightlyResult:
     """gather -> probe -> judge -> lifecycle (the keeper's) -> verdict -> record -> present

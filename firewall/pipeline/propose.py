@@ -30,26 +30,25 @@ import dataclasses
 import hashlib
 import json
 import re
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from firewall.errors import ExitCode, FirewallError, UsageError
+from firewall.errors import GitError, ProposalRefused, PullRequestNotPermitted, UsageError
 from firewall.lifecycle import Entry, reviewed_change
 from firewall.pipeline.context import Context
-from firewall.store.git import IDENTITY, Git, StateError, push_auth
+from firewall.store.git import Git, StateError, push_auth
 from firewall.store.registry import parse_registry, render
 from firewall.text import fmt
 
 if TYPE_CHECKING:
-    from firewall.github.proposals import Closed, PullRequests
+    from firewall.github.proposals import Closed, Proposal, PullRequests
 
 PROPOSAL_BRANCH = "firewall/quarantine"
 ChangeKind = Literal["adopt", "release", "edit"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Change:
+class RegistryChange:
     eval_id: str
     kind: ChangeKind
     entry: Entry  # the proposed entry; for a release, the one that leaves
@@ -57,7 +56,7 @@ class Change:
 
 @dataclasses.dataclass(frozen=True)
 class ProposalResult:
-    changes: list[Change]
+    changes: list[RegistryChange]
     base: str
     branch: str
     pushed: bool  # False: nothing changed since the branch was last pushed (or a dry run)
@@ -67,18 +66,19 @@ class ProposalResult:
     declined: Closed | None = None  # the same change set's proposal, closed without merging
 
 
-class ProposalRefused(FirewallError):
-    """GitHub would not open the pull request; the step fails and says what to change."""
-
-    exit_code = (
-        ExitCode.FAIL
-    )  # the proposal step fails: a reviewer would otherwise never see the change
-
-
 def propose(
     ctx: Context, *, base: str | None = None, pulls: PullRequests | None, dry_run: bool = False
 ) -> ProposalResult:
     """Carry the job's registry changes to the rolling pull request."""
+    try:
+        return _propose(ctx, base, pulls, dry_run=dry_run)
+    except StateError as exc:
+        raise GitError(f"firewall propose: {exc}") from None
+
+
+def _propose(
+    ctx: Context, base: str | None, pulls: PullRequests | None, *, dry_run: bool
+) -> ProposalResult:
     remote = ctx.settings.state.remote or "origin"
     git = Git(ctx.cwd, ctx.env)
     base = base or ctx.checkout.default_branch
@@ -88,75 +88,93 @@ def propose(
             f"({ctx.checkout.default_source}); pass --base BRANCH"
         )
     path = _repo_path(git, ctx.cwd / ctx.settings.registry)
-    base_tip = _fetch(git, remote, base, "refs/firewall/base")
+    base_tip = git.fetch_tip(remote, base, "refs/firewall/base")
     if base_tip is None:
         raise UsageError(f"{remote} has no branch {base!r} to propose against; pass --base")
     reviewed = _entries_at(git, base_tip, path)
     proposed = ctx.registry.read()
     changes = diff(reviewed, proposed)
-    existing = _fetch(git, remote, PROPOSAL_BRANCH, "refs/firewall/proposal")
+    existing = git.fetch_tip(remote, PROPOSAL_BRANCH, "refs/firewall/proposal")
     auth = push_auth(git, remote, ctx.env)
     if not changes:
         if existing is not None and not dry_run:
-            _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}", extra_env=auth)
+            git.out("push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}", extra_env=auth)
         return ProposalResult([], base, PROPOSAL_BRANCH, pushed=False, deleted=existing is not None)
     if existing is not None:
-        # An adoption already waiting for review stays as the reviewer first saw it: tonight's
-        # probe of the same candidate would only restate it with other numbers.
-        waiting = _entries_at(git, existing, path)
-        for change in changes:
-            if change.kind == "adopt" and change.eval_id in waiting:
-                proposed[change.eval_id] = waiting[change.eval_id]
-        changes = diff(reviewed, proposed)
-    if pulls is not None:
-        closed = pulls.last_closed(head=PROPOSAL_BRANCH, base=base)
-        if closed is not None and _proposed_in(closed.body) == fingerprint(changes):
-            return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False, declined=closed)
-    text = render(proposed)
-    blob = _git(git, "hash-object", "-w", "--stdin", stdin=text)
-    if existing is not None and _up_to_date(git, existing, base_tip, path, blob):
+        changes = _keep_waiting(_entries_at(git, existing, path), reviewed, proposed, changes)
+    closed = pulls.last_closed(head=PROPOSAL_BRANCH, base=base) if pulls is not None else None
+    if closed is not None and _proposed_in(closed.body) == fingerprint(changes):
+        return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False, declined=closed)
+    blob = git.blob(render(proposed))
+    if dry_run or (existing is not None and git.carries(existing, base_tip, path, blob)):
         return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False)
-    if dry_run:
-        return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=False)
-    commit = _commit(git, base_tip, path, blob, message=title(changes))
-    _git(
-        git,
-        "push",
-        "--quiet",
-        "--force",
-        remote,
-        f"{commit}:refs/heads/{PROPOSAL_BRANCH}",
-        extra_env=auth,
-    )
+    commit = git.commit_file(base_tip, path, blob, message=title(changes))
+    push = f"{commit}:refs/heads/{PROPOSAL_BRANCH}"
+    git.out("push", "--quiet", "--force", remote, push, extra_env=auth)
     if pulls is None:
         return ProposalResult(changes, base, PROPOSAL_BRANCH, pushed=True)
-    from firewall.errors import PullRequestNotPermitted
-
-    try:
-        opened = pulls.propose(
-            head=PROPOSAL_BRANCH, base=base, title=title(changes), body=body(changes, path)
-        )
-    except PullRequestNotPermitted as exc:
-        if existing is None:  # leave no orphan branch behind
-            _git(git, "push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}", extra_env=auth)
-        raise ProposalRefused(str(exc)) from None
+    opened = _open(
+        git, pulls, changes, remote=remote, base=base, path=path, auth=auth, existed=existing
+    )
     if opened.number:
-        from firewall.pipeline import effects
-
-        effects.publish_proposal(
-            ctx,
-            {
-                c.eval_id: (opened.number, "release" if c.kind == "release" else "adoption")
-                for c in changes
-                if c.kind != "edit"
-            },
-        )
+        _link_issues(ctx, changes, opened.number)
     return ProposalResult(
         changes, base, PROPOSAL_BRANCH, pushed=True, number=opened.number, url=opened.url
     )
 
 
-def diff(reviewed: dict[str, Entry], proposed: dict[str, Entry]) -> list[Change]:
+def _keep_waiting(
+    waiting: dict[str, Entry],
+    reviewed: dict[str, Entry],
+    proposed: dict[str, Entry],
+    changes: list[RegistryChange],
+) -> list[RegistryChange]:
+    """An adoption already waiting for review stays as the reviewer first saw it: tonight's
+    probe of the same candidate would only restate it with other numbers."""
+    for change in changes:
+        if change.kind == "adopt" and change.eval_id in waiting:
+            proposed[change.eval_id] = waiting[change.eval_id]
+    return diff(reviewed, proposed)
+
+
+def _open(
+    git: Git,
+    pulls: PullRequests,
+    changes: list[RegistryChange],
+    *,
+    remote: str,
+    base: str,
+    path: str,
+    auth: dict[str, str],
+    existed: str | None,
+) -> Proposal:
+    """Open the pushed branch's pull request, or update the open one; a refusal deletes a
+    branch this run created, so that none is left orphaned."""
+    try:
+        return pulls.propose(
+            head=PROPOSAL_BRANCH, base=base, title=title(changes), body=body(changes, path)
+        )
+    except PullRequestNotPermitted as exc:
+        if existed is None:
+            git.out("push", "--quiet", remote, f":refs/heads/{PROPOSAL_BRANCH}", extra_env=auth)
+        raise ProposalRefused(str(exc)) from None
+
+
+def _link_issues(ctx: Context, changes: list[RegistryChange], number: int) -> None:
+    """Each adopted or released eval's issue names the pull request that carries it."""
+    from firewall.pipeline import effects
+
+    effects.publish_proposal(
+        ctx,
+        {
+            c.eval_id: (number, "release" if c.kind == "release" else "adoption")
+            for c in changes
+            if c.kind != "edit"
+        },
+    )
+
+
+def diff(reviewed: dict[str, Entry], proposed: dict[str, Entry]) -> list[RegistryChange]:
     """What a reviewer must see between the default branch's registry and the proposed one."""
     changes = []
     for eval_id in sorted(set(reviewed) | set(proposed)):
@@ -165,13 +183,13 @@ def diff(reviewed: dict[str, Entry], proposed: dict[str, Entry]) -> list[Change]
             continue
         if after is None:
             assert before is not None
-            changes.append(Change(eval_id, "release", before))
+            changes.append(RegistryChange(eval_id, "release", before))
         else:
-            changes.append(Change(eval_id, "adopt" if before is None else "edit", after))
+            changes.append(RegistryChange(eval_id, "adopt" if before is None else "edit", after))
     return changes
 
 
-def title(changes: list[Change]) -> str:
+def title(changes: list[RegistryChange]) -> str:
     counts = {kind: sum(c.kind == kind for c in changes) for kind in ("adopt", "release", "edit")}
     parts = [
         f"{counts['adopt']} to quarantine" if counts["adopt"] else "",
@@ -181,7 +199,7 @@ def title(changes: list[Change]) -> str:
     return "Flakiness firewall: " + ", ".join(part for part in parts if part)
 
 
-def body(changes: list[Change], path: str) -> str:
+def body(changes: list[RegistryChange], path: str) -> str:
     """The pull request's description: one line per change, with the numbers behind it."""
     lines = [
         f"The nightly re-probe proposes these changes to `{path}`, the reviewed registry of "
@@ -211,7 +229,7 @@ def body(changes: list[Change], path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fingerprint(changes: list[Change]) -> str:
+def fingerprint(changes: list[RegistryChange]) -> str:
     """What a change set proposes, as a reviewer decides on it: which evals are adopted,
     released or edited. Not the entries' numbers: a closed proposal stays declined
     while tonight's probe only restates it."""
@@ -228,52 +246,18 @@ def _proposed_in(body: str) -> str | None:
 
 
 def _repo_path(git: Git, registry: Path) -> str:
-    top = Path(_git(git, "rev-parse", "--show-toplevel")).resolve()
+    top = Path(git.out("rev-parse", "--show-toplevel")).resolve()
     try:
         return registry.resolve().relative_to(top).as_posix()
     except ValueError:
         raise UsageError(f"{registry}: the registry is outside the repository at {top}") from None
 
 
-def _fetch(git: Git, remote: str, branch: str, into: str) -> str | None:
-    try:
-        return git.fetch_tip(remote, branch, into)
-    except StateError as exc:
-        raise FirewallError(f"firewall propose: {exc}") from None
-
-
 def _entries_at(git: Git, commit: str, path: str) -> dict[str, Entry]:
-    shown = git.run("show", f"{commit}:{path}")
-    if shown.returncode != 0:
+    text = git.file_at(commit, path)
+    if text is None:
         return {}  # no registry on the default branch yet
-    return parse_registry(shown.stdout, source=f"{path} on the default branch")
-
-
-def _up_to_date(git: Git, tip: str, base_tip: str, path: str, blob: str) -> bool:
-    """Whether the proposal branch already carries exactly this file on today's base."""
-    # The raw commit, not `tip^`: a shallow fetch has the parent's id but not the parent.
-    header = git.run("cat-file", "commit", tip).stdout.split("\n\n", 1)[0].splitlines()
-    parents = [line.split()[1] for line in header if line.startswith("parent ")]
-    current = git.run("rev-parse", "--verify", f"{tip}:{path}").stdout.strip()
-    return parents == [base_tip] and current == blob
-
-
-def _commit(git: Git, base_tip: str, path: str, blob: str, *, message: str) -> str:
-    with tempfile.TemporaryDirectory(prefix="firewall-proposal-") as scratch:
-        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        _git(git, "read-tree", base_tip, extra_env=index)
-        _git(git, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index)
-        tree = _git(git, "write-tree", extra_env=index)
-    return _git(git, "commit-tree", tree, "-p", base_tip, "-m", message, extra_env=IDENTITY)
-
-
-def _git(
-    git: Git, *args: str, stdin: str | None = None, extra_env: dict[str, str] | None = None
-) -> str:
-    try:
-        return git.out(*args, stdin=stdin, extra_env=extra_env)
-    except StateError as exc:
-        raise FirewallError(f"firewall propose: {exc}") from None
+    return parse_registry(text, source=f"{path} on the default branch")
 
 
 def pull_requests_for(ctx: Context, *, dry_run: bool) -> PullRequests | None:

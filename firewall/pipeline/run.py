@@ -11,13 +11,13 @@ that what the command prints comes before what GitHub is told.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from firewall import regression
 from firewall.artefact import Artefact, EvalReport
+from firewall.constants import BASELINE_RUNS, BASELINE_WINDOW
 from firewall.discovery import Shard
 from firewall.errors import (
     ExitCode,
@@ -29,7 +29,7 @@ from firewall.errors import (
 )
 from firewall.pipeline import affected, effects, suites, trust, verdict
 from firewall.pipeline.context import Context
-from firewall.pipeline.stages import Progress, conclude, plan, probe
+from firewall.pipeline.stages import TrialCounter, conclude, plan, probe
 from firewall.policy import Status
 from firewall.regression import RunMean, compare
 from firewall.runner import Schedule
@@ -85,15 +85,13 @@ class RunResult:
 
 
 Present = Callable[[RunResult], None]
-BASELINE_RUNS = 20  # the default branch's most recent runs an eval is compared with
-BASELINE_WINDOW = dt.timedelta(days=30)  # ...of this long ago at most: a read that stays short
 
 
 def run(
     ctx: Context,
     options: RunOptions,
     *,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
     present: Present | None = None,
 ) -> RunResult:
     """`firewall run`: probe and gate the selected evals, record, present, publish."""
@@ -169,7 +167,7 @@ def unvouched(ctx: Context, specs: Sequence[EvalSpec]) -> None:
 
 
 def probe_to(
-    ctx: Context, options: RunOptions, out: Path, *, progress: Progress | None = None
+    ctx: Context, options: RunOptions, out: Path, *, progress: TrialCounter | None = None
 ) -> Probed:
     """`firewall probe`: the trials only, written to ``out``; no decision, no other file."""
     part = collect(ctx, options, progress=progress)
@@ -188,7 +186,7 @@ def collect(
     ctx: Context,
     options: RunOptions,
     *,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
     leave: Collection[str] = (),
     reads: Reads | None = None,
 ) -> Probed:
@@ -224,7 +222,7 @@ def probe_part(
     seed: BaseSeed,
     k: int | None,
     shard: Shard | None = None,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
     reads: Reads | None = None,
 ) -> Probed:
     """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
@@ -265,7 +263,7 @@ def more_trials(
     part: Probed,
     ids: Collection[str],
     *,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
     reads: Reads | None = None,
 ) -> Probed:
     """The part with the evals ``ids`` probed on to their ``max_k`` trials."""
@@ -305,17 +303,7 @@ def against_default_branch(
         for r in artefact.evals
         if r.id in opted and r.status in (Status.PASS, Status.FAIL) and r.trials
     }
-    baselines: dict[str, list[RunMean]] = {eval_id: [] for eval_id in probed}
-    since = ctx.clock() - BASELINE_WINDOW
-    for row in ctx.history.recent(set(probed), since=since):
-        if (
-            row.git_ref == f"refs/heads/{base}"
-            and row.mode in ("run", "gate", "nightly")
-            and row.mean is not None
-            and row.sd is not None
-            and row.n >= 2
-        ):
-            baselines[row.eval_id].append(RunMean(row.mean, row.sd, row.n))
+    baselines = _baselines(ctx, base, set(probed))
     comparisons = {
         eval_id: compare(_run_mean(report), baselines[eval_id][-BASELINE_RUNS:])
         for eval_id, report in probed.items()
@@ -338,6 +326,21 @@ def against_default_branch(
         update={"evals": reports, "summary": verdict.summarise(reports, artefact.run.complete)}
     )
     return updated, unclear
+
+
+def _baselines(ctx: Context, base: str, ids: set[str]) -> dict[str, list[RunMean]]:
+    """The default branch's recent runs of each eval, oldest first, that a comparison can use."""
+    baselines: dict[str, list[RunMean]] = {eval_id: [] for eval_id in ids}
+    for row in ctx.history.recent(ids, since=ctx.clock() - BASELINE_WINDOW):
+        if (
+            row.git_ref == f"refs/heads/{base}"
+            and row.mode in ("run", "gate", "nightly")
+            and row.mean is not None
+            and row.sd is not None
+            and row.n >= 2
+        ):
+            baselines[row.eval_id].append(RunMean(row.mean, row.sd, row.n))
+    return baselines
 
 
 def _run_mean(report: EvalReport) -> RunMean:

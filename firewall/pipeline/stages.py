@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from firewall import adaptive
+from firewall._stats import Stats
 from firewall.adaptive import Stop
 from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.diagnostics import diagnose
@@ -24,11 +25,10 @@ from firewall.runner import Interrupted, Runner, Schedule, Task
 from firewall.runner.reads import Reads
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
-from firewall.stats import Stats
 from firewall.store.parts import Probed
 
 
-class Progress(Protocol):
+class TrialCounter(Protocol):
     """What the probe stage reports to: the trials planned, then each one as it finishes."""
 
     def start(self, total: int) -> None: ...
@@ -56,7 +56,7 @@ def probe(
     *,
     concurrency: int,
     cwd: Path,
-    progress: Progress | None = None,
+    progress: TrialCounter | None = None,
     share_token: bool = False,
     reads: Reads | None = None,
 ) -> tuple[dict[str, list[TrialRecord]], bool]:

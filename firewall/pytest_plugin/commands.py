@@ -7,7 +7,7 @@ prints the rest itself, and a line of it that starts with ``::error::`` (or hold
 ``##[error]`` anywhere) would be acted on by the runner: a forged annotation, a
 masked value, an environment file's command. So when ``GITHUB_ACTIONS`` is
 ``true`` the whole session is written between ``::stop-commands::TOKEN`` and
-``::TOKEN::`` (``output.stop_commands``'s markers), with a token drawn afresh
+``::TOKEN::`` (the runner's own markers), with a token drawn afresh
 for each session and never printed before its start.
 
 The limit: this keeps *text* from being a command, not code. A test can write to

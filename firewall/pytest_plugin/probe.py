@@ -38,14 +38,14 @@ from pathlib import Path
 
 import pytest
 
-from firewall.config import MAX_K, Settings
+from firewall.config import Settings
+from firewall.constants import MAX_K, MIN_K
 from firewall.errors import FirewallError
 from firewall.pytest_plugin.items import HIDDEN_FAILURE, TRIAL, TRIAL_FIXTURE, Trial, trial_id
 from firewall.pytest_plugin.project import Project
 from firewall.runner.seeds import BaseSeed, trial_seed
 from firewall.runner.trial import TrialRecord, error_record, record_from_payload
 from firewall.spec import EvalSpec, Source
-from firewall.store.parts import PLUGIN_MIN_K as MIN_K
 from firewall.store.parts import Probed, plugin_spec
 from firewall.testids import from_nodeid
 from firewall.text import one_line
@@ -249,7 +249,7 @@ class Probe:
 
     def build(self, complete: bool) -> Probed:
         """The probe part of the trials that ran: every probed test's spec and trials."""
-        from firewall.pipeline.context import GitInfo
+        from firewall.store.git import GitInfo
 
         specs, trials = [], {}
         for eval_id, done in self.done.items():

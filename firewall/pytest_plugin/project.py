@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from firewall.config import Settings, find_config, has_firewall_table, load_config
+from firewall.config import Settings
+from firewall.configfile import find_config, has_firewall_table, load_config
 from firewall.errors import FirewallError
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from firewall.stats import EPSILON, percentile
+from firewall._stats import EPSILON, percentile
 from firewall.store.history import HistoryRow
 from firewall.text import percent
 

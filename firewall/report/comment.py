@@ -23,13 +23,13 @@ many it left out.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import hashlib
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 
 from firewall.artefact import Artefact, EvalReport, severity
+from firewall.constants import BASELINE_WINDOW
 from firewall.policy import Status
 from firewall.report import affected
 from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE, counts
@@ -49,7 +49,6 @@ MAX_COMMENT = 65_536
 
 SHOWN = 50  # evals listed under each heading; the job summary has every eval
 REASON_CHARS = 300
-BASELINE_WINDOW = dt.timedelta(days=30)  # how far back the default branch's probes are read
 
 _BASELINE_MODES = ("run", "gate", "nightly")
 _FAILING = (Status.FAIL, Status.ERROR)
@@ -59,7 +58,7 @@ _ZWJ = "\u200d"
 
 
 @dataclasses.dataclass(frozen=True)
-class Change:
+class Difference:
     """One eval whose status differs from the default branch's in a way worth saying."""
 
     report: EvalReport
@@ -67,10 +66,10 @@ class Change:
 
 
 @dataclasses.dataclass(frozen=True)
-class Changes:
-    quarantined: list[Change]
-    failing: list[Change]
-    fixed: list[Change]
+class Differences:
+    quarantined: list[Difference]
+    failing: list[Difference]
+    fixed: list[Difference]
     compared: int  # evals of this run the default branch has a probe of
 
     @property
@@ -99,12 +98,12 @@ def baseline(rows: Iterable[HistoryRow], default_branch: str) -> dict[str, Statu
     return {eval_id: status for eval_id, (_, status) in latest.items()}
 
 
-def compare(artefact: Artefact, before: Mapping[str, Status]) -> Changes:
+def compare(artefact: Artefact, before: Mapping[str, Status]) -> Differences:
     """What this run changed against the default branch's statuses ``before``."""
     quarantined, failing, fixed = [], [], []
     for report in sorted(artefact.evals, key=severity):
         was = before.get(report.id)
-        change = Change(report, was)
+        change = Difference(report, was)
         if report.status is Status.QUARANTINE and was not in _IN_QUARANTINE:
             quarantined.append(change)
         elif report.status in _FAILING and was not in _FAILING:
@@ -112,7 +111,7 @@ def compare(artefact: Artefact, before: Mapping[str, Status]) -> Changes:
         elif report.status is Status.PASS and was in _FAILING:
             fixed.append(change)
     compared = sum(1 for report in artefact.evals if report.id in before)
-    return Changes(quarantined, failing, fixed, compared)
+    return Differences(quarantined, failing, fixed, compared)
 
 
 def render_comment(
@@ -194,7 +193,9 @@ def code(text: str, limit: int = REASON_CHARS) -> str:
 AFFECTED_SHOWN = 10  # probed evals named, each with the input that made it affected
 
 
-def _head(artefact: Artefact, changes: Changes, branch: str, known: bool, job: str | None) -> str:
+def _head(
+    artefact: Artefact, changes: Differences, branch: str, known: bool, job: str | None
+) -> str:
     result = artefact.summary.result
     title = result.upper() + ("" if artefact.run.complete else " (interrupted)")
     if job:
@@ -221,14 +222,14 @@ def _head(artefact: Artefact, changes: Changes, branch: str, known: bool, job: s
     return "\n".join(lines)
 
 
-def _failing(change: Change, branch: str) -> str:
+def _failing(change: Difference, branch: str) -> str:
     report = change.report
     label = report.status.label + ("" if report.blocking else ", non-blocking")
     icon = STATUS_ICONS[report.status] if report.blocking else "⚠️"
     return f"{icon} {code(report.id)} {label} ({_was(change, branch)}): {code(report.reason)}"
 
 
-def _quarantined(change: Change, branch: str) -> str:
+def _quarantined(change: Difference, branch: str) -> str:
     report = change.report
     owner = f", owner {code(report.owner)}" if report.owner else ""
     return (
@@ -237,11 +238,11 @@ def _quarantined(change: Change, branch: str) -> str:
     )
 
 
-def _fixed(change: Change, branch: str) -> str:
+def _fixed(change: Difference, branch: str) -> str:
     return f"✅ {code(change.report.id)} ({_was(change, branch)})"
 
 
-def _was(change: Change, branch: str) -> str:
+def _was(change: Difference, branch: str) -> str:
     if change.before is None:
         return f"new: no probe on {branch}"
     return f"{change.before.label} on {branch}"

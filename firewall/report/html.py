@@ -24,6 +24,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from firewall._stats import Stats, quartiles
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.diagnostics import (
     FieldDrift,
@@ -35,7 +36,6 @@ from firewall.diagnostics import (
 from firewall.policy import Status
 from firewall.report.charts import Mark, StripPlot, TrendChart, strip_plot, trend_chart
 from firewall.runner.trial import TrialRecord
-from firewall.stats import Stats, quartiles
 from firewall.text import MISSING, fmt, number, printable, sparkline
 from firewall.timeutil import to_text
 

@@ -9,12 +9,11 @@ from collections.abc import Collection, Iterable
 
 from pydantic import BaseModel
 
+from firewall.constants import TREND_DAYS
 from firewall.lifecycle import Entry
 from firewall.store.history import HistoryRow, HistoryStore
 from firewall.text import columns, fmt, number, sparkline
 from firewall.timeutil import Timestamp, to_text
-
-TREND_DAYS = 14  # the window of the job summary's trends
 
 
 class QuarantineView(BaseModel):

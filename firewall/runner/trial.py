@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from firewall.stats import EPSILON
+from firewall._stats import EPSILON
 
 _MAX_FIELD_CHARS = 200
 

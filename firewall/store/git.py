@@ -1,8 +1,10 @@
-"""Git, run for the firewall's own branches: never prompting, bounded in time, errors named.
+"""Git, the one way the firewall runs it: never prompting, bounded in time, errors named.
 
 The state branch and the rolling proposal are written with git's plumbing
 (``hash-object``, ``update-index`` on a private index, ``commit-tree``, ``push``),
-so the job's work tree and index are never touched.
+so the job's work tree and index are never touched. The questions a run asks
+of the checkout (the commit under test, its branch, a remote's default branch)
+go through ``ask``, which answers None where git cannot.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import dataclasses
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -22,6 +25,7 @@ from typing import AnyStr
 from firewall.runner.reaper import MARKER, Reaper
 
 GIT_TIMEOUT_S = 60.0
+ASK_TIMEOUT_S = 10.0  # a question about the checkout: `ls-remote` asks the remote
 IDENTITY = {
     "GIT_AUTHOR_NAME": "flakiness-firewall",
     "GIT_AUTHOR_EMAIL": "flakiness-firewall@users.noreply.github.com",
@@ -167,6 +171,60 @@ class Git:
                 f"git fetch from {remote}/{branch} failed: {last_line(fetched.stderr)}"
             )
         return self.out("rev-parse", "--verify", f"{into}^{{commit}}")
+
+    def blob(self, text: str) -> str:
+        """Write ``text`` into the object store; its blob's id."""
+        return self.out("hash-object", "-w", "--stdin", stdin=text)
+
+    def file_at(self, commit: str, path: str) -> str | None:
+        """The file at ``path`` in ``commit``, or None when the commit has none there."""
+        shown = self.run("show", f"{commit}:{path}")
+        return shown.stdout if shown.returncode == 0 else None
+
+    def carries(self, tip: str, parent: str, path: str, blob: str) -> bool:
+        """Whether ``tip`` is one commit on ``parent`` whose ``path`` is exactly ``blob``."""
+        # The raw commit, not `tip^`: a shallow fetch has the parent's id but not the parent.
+        header = self.run("cat-file", "commit", tip).stdout.split("\n\n", 1)[0].splitlines()
+        parents = [line.split()[1] for line in header if line.startswith("parent ")]
+        current = self.run("rev-parse", "--verify", f"{tip}:{path}").stdout.strip()
+        return parents == [parent] and current == blob
+
+    def commit_file(self, parent: str, path: str, blob: str, *, message: str) -> str:
+        """One commit on ``parent`` that sets ``path`` to ``blob``, made on a private index
+        so that the job's work tree and index are never touched; its id."""
+        with tempfile.TemporaryDirectory(prefix="firewall-commit-") as scratch:
+            index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            self.out("read-tree", parent, extra_env=index)
+            self.out(
+                "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index
+            )
+            tree = self.out("write-tree", extra_env=index)
+        return self.out("commit-tree", tree, "-p", parent, "-m", message, extra_env=IDENTITY)
+
+
+def ask(cwd: Path, *args: str) -> str | None:
+    """Git's answer to a question about the checkout, stripped; None where git has none
+    (not a repository, no such remote, no credentials for it, no answer in time)."""
+    try:
+        proc = Git(cwd, timeout=ASK_TIMEOUT_S).run(*args)
+    except StateError:
+        return None
+    return (proc.stdout.strip() or None) if proc.returncode == 0 else None
+
+
+@dataclasses.dataclass(frozen=True)
+class GitInfo:
+    """The commit and ref under test: the CI's word for them when there is one, else git's."""
+
+    sha: str | None
+    ref: str | None
+
+    @classmethod
+    def find(cls, cwd: Path, env: Mapping[str, str]) -> GitInfo:
+        return cls(
+            sha=env.get("GITHUB_SHA") or ask(cwd, "rev-parse", "HEAD"),
+            ref=env.get("GITHUB_REF") or ask(cwd, "symbolic-ref", "-q", "HEAD"),
+        )
 
 
 def last_line(stderr: str) -> str:

@@ -33,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
+from firewall.constants import RAW_DAYS
 from firewall.store.git import IDENTITY, Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow
 from firewall.store.statefiles import (
@@ -47,7 +48,6 @@ from firewall.timeutil import to_text
 
 STATE_REF = "refs/firewall/state"  # where the fetched tip is kept in the local repository
 PUSH_WINDOW_S = 60.0  # a push that keeps losing races retries this long, not a fixed count
-RAW_DAYS = 14  # runs kept whole: the trend window; older ones are rolled up by week
 
 
 @dataclasses.dataclass

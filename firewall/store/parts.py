@@ -22,7 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall.config import MAX_K, Settings
+from firewall.config import EvalEntry, Settings
+from firewall.constants import MAX_K, MIN_K
 from firewall.discovery import Shard
 from firewall.errors import ArtefactError
 from firewall.runner.seeds import trial_seed
@@ -34,7 +35,6 @@ from firewall.testids import from_nodeid
 from firewall.timeutil import Timestamp
 
 PART_SCHEMA_VERSION = 1
-PLUGIN_MIN_K = 3  # `pytest --firewall-k`'s least K, as the configuration's k
 _REPLAY = "python -m pytest --firewall-replay {seed} "
 
 
@@ -189,24 +189,19 @@ def plugin_spec(
     eval_id: str, nodeid: str, *, k: int, settings: Settings, source: Source
 ) -> EvalSpec:
     """A pytest test probed by `pytest --firewall-k K` as an eval: a plain test command held
-    to the configuration's global settings, at the K the command line chose."""
-    if not PLUGIN_MIN_K <= k <= MAX_K:
-        raise ValueError(f"expected {PLUGIN_MIN_K} to {MAX_K} trials, got {k}")
-    return EvalSpec(
+    to the configuration's global settings, at the K the command line chose. It is resolved
+    as every configured eval is (``EvalSpec.resolve``), so that a setting added there
+    reaches pytest's probes too."""
+    if not MIN_K <= k <= MAX_K:
+        raise ValueError(f"expected {MIN_K} to {MAX_K} trials, got {k}")
+    entry = EvalEntry(
         id=eval_id,
-        kind="command",
-        target=replay_command(nodeid),
+        command=replay_command(nodeid),
         result="exit-code",
-        identity="nodeid",  # the same test as a pytest suite's case of it (testids)
         k=k,
-        threshold=settings.threshold,
-        flakiness=settings.flakiness,
-        outlier_fence=settings.outlier_fence,
-        timeout=settings.timeout,
-        max_errors=settings.max_errors,
-        min_scored=settings.min_scored,
         adaptive=False,  # K trials were parametrized at collection: the fixed-K rule
         max_k=k,
-        pass_score=settings.threshold,
-        source=source,
     )
+    spec = EvalSpec.resolve(entry, settings, source)
+    # The same test as a pytest suite's case of it (testids): known by its node id.
+    return spec.model_copy(update={"identity": "nodeid"})

@@ -7,9 +7,10 @@ import datetime as dt
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TypeVar
 
+from firewall.constants import RAW_DAYS
 from firewall.lifecycle import Candidate, Progress
 from firewall.store.git import StateError
-from firewall.store.gitstate import RAW_DAYS, GitState
+from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.progress import CANDIDATES, PROGRESS, Model, StateFile
 from firewall.timeutil import to_text

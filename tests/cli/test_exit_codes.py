@@ -123,3 +123,21 @@ def test_every_exit_code_is_told_in_the_help_and_the_action() -> None:
     action = yaml.safe_load((Path(__file__).parents[2] / "action.yml").read_text())
     described = action["outputs"]["exit-code"]["description"]
     assert {int(n) for n in re.findall(r"\d+", described)} == {int(code) for code in ExitCode}
+
+
+def test_the_error_tree_is_whole_and_no_error_reads_as_a_failing_eval() -> None:
+    """Every FirewallError is drawn in errors.py's tree, and none exits 1: that code says
+    a blocking eval failed, and an error of the firewall's (a pull request GitHub would
+    not open, a git that cannot push) must never be read as one."""
+    from firewall import errors
+    from firewall.errors import ExitCode, FirewallError
+
+    def family(cls: type[FirewallError]) -> list[type[FirewallError]]:
+        return [cls, *(c for sub in cls.__subclasses__() for c in family(sub))]
+
+    everyone = family(FirewallError)
+    assert errors.ProposalRefused in everyone and errors.GitError in everyone
+    tree = errors.__doc__ or ""
+    assert [cls.__name__ for cls in everyone if cls.__name__ not in tree] == []
+    assert [cls.__name__ for cls in everyone if cls.exit_code == ExitCode.FAIL] == []
+    assert errors.ProposalRefused.exit_code == ExitCode.USAGE

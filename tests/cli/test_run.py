@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from firewall.cli import main
+from firewall.constants import MAX_K, MIN_K
 from firewall.runner.seeds import trial_seed
 
 CONSTANT = "echo '{{\"score\": {score}}}'"
@@ -206,6 +207,16 @@ def test_k_seed_report_overrides(project: Path) -> None:
     assert [t["seed"] for t in artefact["evals"][0]["trials"]] == [
         trial_seed(99, "good", i) for i in range(3)
     ]
+
+
+@pytest.mark.parametrize("k", [MIN_K - 1, MAX_K + 1])
+def test_k_outside_the_bounds_the_config_keeps_is_refused(project: Path, k: int) -> None:
+    """`--k` is held to the bounds of the configuration's `k`, both ends (constants.py)."""
+    write_config(project, command_eval("good", CONSTANT.format(score=0.9)))
+    result = CliRunner().invoke(main, ["run", "--k", str(k)])
+    assert result.exit_code == 2
+    assert f"{MIN_K}<=x<={MAX_K}" in result.output
+    assert not (project / "firewall-report.json").exists()
 
 
 def test_random_seed_is_drawn_and_recorded(project: Path) -> None:

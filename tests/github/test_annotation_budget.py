@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from github_standin import GitHubStandIn
 
 from firewall.cli import main
-from firewall.github.annotations import annotations_for, problem_annotations
+from firewall.github.actions.annotations import annotations_for, problem_annotations
 from firewall.policy import Status
 
 UNSTABLE = (

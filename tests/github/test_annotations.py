@@ -8,17 +8,16 @@ from pathlib import Path
 import pytest
 from builders import make_artefact, make_report
 
-from firewall.github import annotations as github_annotations
-from firewall.github.annotations import (
+from firewall._stats import Stats
+from firewall.github.actions import annotations as github_annotations
+from firewall.github.actions.annotations import (
     annotation,
     annotations_for,
     escape_data,
     escape_property,
 )
-from firewall.output import stop_commands
 from firewall.policy import Status
 from firewall.spec import Source
-from firewall.stats import Stats
 
 KNOWN = ("::error", "::warning", "::notice")
 
@@ -262,43 +261,3 @@ def test_a_huge_reason_is_cut() -> None:
     run = artefact(report("big", Status.FAIL, reason="x" * 100_000))
     message = parse(annotations_for(run)[0])[2]
     assert message == "x" * github_annotations.MESSAGE_LIMIT + "..."
-
-
-def runner_commands(output: str) -> list[str]:
-    """The commands a runner would act on: ``::stop-commands::TOKEN`` pauses
-    processing until a line ``::TOKEN::`` (GitHub docs, "Stopping and starting
-    workflow commands")."""
-    commands, resume = [], None
-    for line in re.split(r"\r\n|\r|\n", output):
-        if resume is not None:
-            if line == resume:
-                resume = None
-            continue
-        if line.startswith("::stop-commands::"):
-            resume = f"::{line.removeprefix('::stop-commands::')}::"
-            commands.append("stop-commands")
-        elif line.startswith("::"):
-            commands.append(line[2:].split("::", 1)[0])
-    return commands
-
-
-@pytest.mark.parametrize("text", ["", "plain", "ends with a newline\n", *FORGERIES])
-def test_stop_commands_shows_eval_output_verbatim(text: str) -> None:
-    wrapped = stop_commands(text)
-    first, rest = wrapped.split("\n", 1)
-    token = first.removeprefix("::stop-commands::")
-    assert re.fullmatch(r"[0-9a-f]{32}", token)
-    assert token not in text
-    assert wrapped.endswith(f"\n::{token}::")
-    body = rest.removesuffix(f"::{token}::")
-    assert body in (text, text + "\n")
-    assert runner_commands(wrapped + "\n::error::after") == ["stop-commands", "error"]
-
-
-def test_stop_commands_never_uses_a_token_found_in_the_text(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    tokens = iter(["abcd", "abcd", "ef01"])
-    assert stop_commands("x abcd y", tokens=lambda: next(tokens)) == (
-        "::stop-commands::ef01\nx abcd y\n::ef01::"
-    )

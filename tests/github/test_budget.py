@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from firewall.config import load_config
+from firewall.configfile import load_config
 from firewall.errors import ConfigError
 from firewall.github.budget import Budget, BudgetSpent, spent_warning
 from firewall.github.problems import answer_problem

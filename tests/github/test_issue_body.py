@@ -7,6 +7,7 @@ import re
 
 from builders import drifting_field, make_check, make_flip, make_hint, make_report, make_spec
 
+from firewall._stats import Stats
 from firewall.artefact import EvalReport
 from firewall.diagnostics import Cause
 from firewall.github.issue_text import render_body, render_template
@@ -16,7 +17,6 @@ from firewall.pipeline.stages import judge
 from firewall.policy import Status
 from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
-from firewall.stats import Stats
 
 AT = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 SCORES = [0.95, 0.5, 0.96, 0.52, 0.94, 0.51, 0.97]  # two groups: median 0.94, iqr 0.44

@@ -12,7 +12,7 @@ import pytest
 
 from firewall.artefact import Artefact, RunInfo, Summary
 from firewall.errors import ExitCode, WriteError
-from firewall.github.outputs import key_value_message, outputs_for, write_outputs
+from firewall.github.actions.outputs import key_value_message, outputs_for, write_outputs
 
 # actions/toolkit packages/core/__tests__/core.test.ts mocks uuid to this value.
 UUID = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"
@@ -197,7 +197,7 @@ def test_the_reader_sees_an_injection_through_a_fixed_delimiter() -> None:
 LIMITED_WRITER = """
 import resource, sys
 from pathlib import Path
-from firewall.github.outputs import write_outputs
+from firewall.github.actions.outputs import write_outputs
 path, room = Path(sys.argv[1]), int(sys.argv[2])
 resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + room, resource.RLIM_INFINITY))
 try:

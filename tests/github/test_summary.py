@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from builders import make_artefact, make_check, make_report, trials, with_metrics
 
+from firewall._stats import Stats
 from firewall.artefact import Artefact, EvalReport
 from firewall.errors import WriteError
-from firewall.github.summary import append_summary
+from firewall.github.actions.summary import append_summary
 from firewall.policy import Status
 from firewall.report.markdown import SUMMARY_LIMIT, cell, render_summary
 from firewall.report.selection import SCREENFUL
-from firewall.stats import Stats
 
 COLUMNS = 9
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
@@ -322,7 +322,7 @@ def test_an_errored_eval_shows_no_numbers_from_its_few_scored_trials() -> None:
 LIMITED_WRITER = """
 import resource, sys
 from pathlib import Path
-from firewall.github.summary import append_summary
+from firewall.github.actions.summary import append_summary
 path, room = Path(sys.argv[1]), int(sys.argv[2])
 resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + room, resource.RLIM_INFINITY))
 try:

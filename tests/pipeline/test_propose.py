@@ -16,14 +16,13 @@ from github_standin import GitHubStandIn
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
 from firewall.cli import main
-from firewall.errors import PullRequestNotPermitted
+from firewall.errors import ExitCode, ProposalRefused, PullRequestNotPermitted
 from firewall.github.client import GitHubPullRequests, Transport
 from firewall.github.proposals import Closed, Proposal, RecordingPullRequests
 from firewall.lifecycle import Entry
 from firewall.pipeline import context
 from firewall.pipeline.propose import (
     PROPOSAL_BRANCH,
-    ProposalRefused,
     ProposalResult,
     propose,
 )
@@ -136,7 +135,9 @@ def test_a_refused_pull_request_fails_and_leaves_no_orphan_branch(
     clone = nightly_job(origin, tmp_path / "night", {"new": entry("confirmed on main")})
     with pytest.raises(ProposalRefused) as refused:
         propose(context.load(cwd=clone, env=CI), pulls=Refusing())
-    assert refused.value.exit_code == 1 and "Allow GitHub Actions" in str(refused.value)
+    # A setting to change, not a failing eval: exit 2, never the 1 of a blocking failure.
+    assert refused.value.exit_code == ExitCode.USAGE
+    assert "Allow GitHub Actions" in str(refused.value)
     assert PROPOSAL_BRANCH not in git(origin, "branch", "--list")
     assert Registry(clone / "quarantine.json").read().keys() == {"new"}, "the decision stays"
 

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from builders import error_trial, make_artefact, make_report, trials
 
+from firewall._stats import Stats, quartiles
 from firewall.artefact import Artefact
 from firewall.policy import Status
 from firewall.report.html import render_html
-from firewall.stats import Stats, quartiles
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 

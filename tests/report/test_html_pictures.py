@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from builders import error_trial, invoke_split, make_artefact, make_report, trials
 
+from firewall._stats import Stats
 from firewall.artefact import Artefact
-from firewall.cli.report import medians_up_to
+from firewall.pipeline.rendering import medians_up_to
 from firewall.policy import Status
 from firewall.report.charts import Mark, strip_plot, trend_chart
 from firewall.report.html import render_html
-from firewall.stats import Stats
 from firewall.store.history import HistoryRow, LocalHistory, rows_for
 from firewall.store.reports import write_report
 from firewall.timeutil import to_text

@@ -22,12 +22,12 @@ from builders import (
     trials,
 )
 
+from firewall._stats import Stats
 from firewall.artefact import Artefact
 from firewall.diagnostics import Cause
 from firewall.policy import Status
 from firewall.report.junit import render_junit
 from firewall.spec import Source
-from firewall.stats import Stats
 
 # Jenkins' xunit schema as pytest vendors it for its own xunit2 output; the file's header
 # says where it comes from.

@@ -22,13 +22,13 @@ from builders import (
     trials,
 )
 
+from firewall._stats import Stats
 from firewall.artefact import Artefact, EvalReport
 from firewall.diagnostics import Cause
 from firewall.policy import Check, Status
 from firewall.report.html import render_html
 from firewall.report.junit import render_junit
 from firewall.report.markdown import render_summary
-from firewall.stats import Stats
 from firewall.store.reports import load_report, write_report
 
 HOSTILE = 'judge said ]]> <b>&amp; "quoted" \x00nul \x1b[31mred\x1b[0m\n::error::forged'

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from builders import python_spec, write_module
 
-from firewall.config import LoadedConfig, parse_settings
+from firewall.config import parse_settings
+from firewall.configfile import LoadedConfig
 from firewall.discovery import discover, is_coroutine
 from firewall.runner import Runner, Task
 from firewall.runner._supervisor import descendants

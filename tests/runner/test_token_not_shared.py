@@ -16,7 +16,7 @@ from builders import command_spec, python_spec, write_module
 from click.testing import CliRunner
 
 from firewall.cli import main
-from firewall.config import load_config
+from firewall.configfile import load_config
 from firewall.errors import ConfigError
 from firewall.runner import Runner, Task
 from firewall.runner.trial import TrialRecord

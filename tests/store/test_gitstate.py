@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
+from firewall.constants import RAW_DAYS
 from firewall.store.git import StateError
-from firewall.store.gitstate import RAW_DAYS, GitState
+from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.shared import SharedHistory
 from firewall.store.statefiles import parse_file, run_file, week_of

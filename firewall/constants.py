@@ -1,0 +1,41 @@
+"""The product's constants, each in one home: history windows and the bounds on k.
+
+A leaf of the layers: config, the CLI, the pytest plugin and every reader take
+them from here, so that a window or a bound changes in one place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+# --- how many trials -------------------------------------------------------------------
+
+MIN_K = 3
+"""The fewest trials a probe may take (`k`, `max_k`, `--k`, `pytest --firewall-k`):
+below three, neither a median nor an IQR says anything about a spread."""
+
+MAX_K = 10_000
+"""The most: past it a probe is a load test, and a typo (`k = 70000`) is refused."""
+
+DEFAULT_MAX_K = 15
+"""How far adaptive K may go when `max_k` is not set (never below the eval's own k)."""
+
+# --- how far back the history is read ---------------------------------------------------
+
+TREND_DAYS = 14
+"""The window of every trend: the job summary's, `firewall status`'s and the HTML
+report's charts. Two weeks, because that is what the state branch keeps whole
+(``RAW_DAYS``): a trend of runs, not of weekly roll-ups."""
+
+TREND_RUNS = 30
+"""The most runs an HTML trend chart draws."""
+
+RAW_DAYS = TREND_DAYS
+"""The state branch keeps runs this recent whole and rolls older ones up by week."""
+
+BASELINE_WINDOW = dt.timedelta(days=30)
+"""How far back the default branch's runs are read for a comparison (the regression
+stage, the pull request comment): a month, and a read that stays short."""
+
+BASELINE_RUNS = 20
+"""The default branch's most recent runs an eval is compared with, within that window."""
