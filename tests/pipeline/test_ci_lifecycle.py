@@ -302,7 +302,9 @@ def test_without_permission_to_open_pull_requests_the_step_fails_and_names_the_s
     jobs.merge("", mode="unstable")
     jobs.run("run", pull=7)
     hub.fail("actions-may-not-create-pulls", method="POST", path=r"/pulls$")
-    _, output = jobs.nightly(propose_code=1)
+    _, output = jobs.nightly(
+        propose_code=2
+    )  # a setting of the repository: exit 2, never "an eval failed"
     assert "::error" in output and "Allow GitHub Actions to create and approve" in output
     branches = git(origin, "branch", "--list")
     assert "firewall/quarantine" not in branches, "no orphan branch is left behind"
