@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.policy import Status
-from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE, counts
+from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE, counts, intervals
 from firewall.store.history import HistoryRow
 from firewall.text import printable
 
@@ -219,7 +219,10 @@ def _failing(change: Change, branch: str) -> str:
     report = change.report
     label = report.status.label + ("" if report.blocking else ", non-blocking")
     icon = STATUS_ICONS[report.status] if report.blocking else "⚠️"
-    return f"{icon} {code(report.id)} {label} ({_was(change, branch)}): {code(report.reason)}"
+    return (
+        f"{icon} {code(report.id)} {label} ({_was(change, branch)}): {code(report.reason)}"
+        f"{_intervals(report)}"
+    )
 
 
 def _quarantined(change: Change, branch: str) -> str:
@@ -227,8 +230,14 @@ def _quarantined(change: Change, branch: str) -> str:
     owner = f", owner {code(report.owner)}" if report.owner else ""
     return (
         f"{STATUS_ICONS[report.status]} {code(report.id)} ({_was(change, branch)}{owner}): "
-        f"{code(report.reason)}"
+        f"{code(report.reason)}{_intervals(report)}"
     )
+
+
+def _intervals(report: EvalReport) -> str:
+    """The median's and the mean's intervals after a line, where the probe scored."""
+    said = intervals(report.stats)
+    return f"; {code(said)}" if said else ""
 
 
 def _fixed(change: Change, branch: str) -> str:
