@@ -18,26 +18,38 @@ of the same eval, the thing that opens and closes issues for nothing. The
 release table follows quarantined evals through 30 nights (nightly k = 15) and
 re-probes each released one as the next pull request would (k = 7).
 
+Two more tables (issue 23): pull requests against the default branch, decided
+by `firewall.regression` as `firewall run` looks (a first look at k = 7, trials
+to max_k = 15 where it asks for them, a second look), for tolerated drops,
+unchanged pull requests under drift and real drops; and quarantined evals
+through 90 nights of the release test (`firewall.lifecycle.advance`). Every
+rate carries its Monte Carlo standard error.
+
     python benchmarks/decisions.py                 # 2,000 probes per population
     python benchmarks/decisions.py --probes 500    # quicker, noisier
+    python benchmarks/decisions.py --only regression --prs 4000
+    python benchmarks/decisions.py --only release --release-evals 400
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import datetime as dt
 import itertools
+import math
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable
 
-from firewall import adaptive
+from firewall import adaptive, regression
 from firewall.artefact import EvalReport
-from firewall.lifecycle import Entry, advance
+from firewall.lifecycle import RELEASE_LLR, Entry, advance, weigh
 from firewall.policy import Decision, Status, decide
+from firewall.regression import Judgement, RunMean
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec, Source
 
@@ -251,11 +263,180 @@ def releases(population: Population, evals: int, seed: int, *, new: bool) -> tup
     return released / evals, (bounced / released if released else 0.0)
 
 
+# --- regression against the default branch (issue 23, item 1) -------------------------
+
+MAX_DROP = 0.01
+
+
+@dataclasses.dataclass(frozen=True)
+class PullRequests:
+    name: str
+    drop: float  # the true drop of the pull request's level
+    drift: float  # sd of the run-to-run drift, on main and on the pull request alike
+    sd: float = 0.03  # sd of one trial around its run's level
+
+
+REGRESSION_POPULATIONS = [
+    *(
+        PullRequests(f"tolerated drop {label} (drift 0.005)", drop, 0.005)
+        for label, drop in (("D/2", 0.005), ("3D/4", 0.0075), ("D", 0.01))
+    ),
+    PullRequests("tolerated drop D (drift 0.01)", 0.01, 0.01),
+    *(PullRequests(f"unchanged, drift {d}", 0.0, d) for d in (0.01, 0.015, 0.02)),
+    PullRequests("unchanged, no drift, sd 0.012", 0.0, 0.0, sd=0.012),
+    PullRequests("drop 3D (drift 0.005)", 0.03, 0.005),
+    PullRequests("drop 8D (drift 0.01)", 0.08, 0.01),
+]
+
+
+def pull_request(population: PullRequests, rng: random.Random) -> tuple[str, int]:
+    """One pull request as `firewall run` decides it (`firewall.pipeline.run`): ten runs
+    of main (k = 7) in the history, a first look at k = 7 at half the level, and where it
+    marks the eval for them, trials up to max_k = 15 from the same run and a second look
+    with the other half. Returns the verdict and the trials it took."""
+    baseline = []
+    for _ in range(10):
+        level = 0.85 + rng.gauss(0, population.drift)
+        scores = [rng.gauss(level, population.sd) for _ in range(7)]
+        baseline.append(RunMean(statistics.fmean(scores), statistics.stdev(scores), 7))
+    level = 0.85 - population.drop + rng.gauss(0, population.drift)
+    trials = [rng.gauss(level, population.sd) for _ in range(7)]
+
+    def look() -> Judgement:
+        current = RunMean(statistics.fmean(trials), statistics.stdev(trials), len(trials))
+        comparison = regression.compare(current, baseline, MAX_DROP)
+        return regression.judge({"e": comparison}, "main", max_k={"e": 15})["e"]
+
+    judgement = look()
+    if judgement.more_trials:
+        trials += [rng.gauss(level, population.sd) for _ in range(15 - len(trials))]
+        judgement = look()
+    return judgement.verdict, len(trials)
+
+
+def regression_rates(population: PullRequests, prs: int, seed: int) -> dict[str, float]:
+    rng = random.Random(seed)
+    outcomes = [pull_request(population, rng) for _ in range(prs)]
+    counted = collections.Counter(verdict for verdict, _ in outcomes)
+    rates = {verdict: counted[verdict] / prs for verdict in ("regression", "ok", "unclear")}
+    rates["extended"] = sum(n > 7 for _, n in outcomes) / prs
+    rates["trials"] = statistics.fmean(n for _, n in outcomes)
+    return rates
+
+
+# --- release as a sequential test (issue 23, item 2) -----------------------------------
+
+RELEASE_NIGHTS = 90
+SEQUENTIAL_POPULATIONS = [
+    ("collapses in 5% of trials", False, collapse(0.05)),
+    ("collapses in 10% of trials", False, collapse(0.10)),
+    ("collapses in 1% of trials (honest, H0's edge)", True, collapse(0.01)),
+    ("never collapses, sd 0.01 (honest)", True, gaussian(0.85, 0.01)),
+]
+
+
+def release_nights(trial: Trial, evals: int, seed: int) -> list[int | None]:
+    """The night each quarantined eval is released, through `firewall.policy.decide` (k =
+    15, fixed: the nightly's adaptive probe may stop a few trials early) and
+    `firewall.lifecycle.advance` with release_after = 3; None: still held after 90."""
+    rng = random.Random(seed)
+    population = Population("release", False, trial, k=15)
+    spec = spec_for(population, k=15)
+    at = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+    nights: list[int | None] = []
+    for _ in range(evals):
+        entry, out = Entry(since=at, source="auto", reason="unstable"), None
+        for night in range(1, RELEASE_NIGHTS + 1):
+            trials = probe(population, rng, 15)
+            decision = decide(spec, trials)
+            report = EvalReport(
+                id="sim",
+                status=decision.status,
+                blocking=False,
+                reason=decision.reason,
+                source=Source(file="simulation"),
+                k=15,
+                threshold=0.8,
+                flakiness=0.03,
+                stats=decision.stats,
+                trials=trials,
+            )
+            kept, _ = advance(entry, report, release_after=RELEASE_AFTER, at=at)
+            if kept is None:
+                out = night
+                break
+            entry = kept
+        nights.append(out)
+    return nights
+
+
+def sprt_only(rate: float, evals: int, seed: int) -> float:
+    """The release test's arithmetic alone (`firewall.lifecycle.weigh`), each trial
+    collapsing with probability ``rate``: the share released within 90 nights."""
+    rng = random.Random(seed)
+    released = 0
+    for _ in range(evals):
+        llr = 0.0
+        for night in range(1, RELEASE_NIGHTS + 1):
+            llr = weigh(llr, sum(rng.random() < rate for _ in range(15)), 15)
+            if night >= RELEASE_AFTER and llr <= RELEASE_LLR:
+                released += 1
+                break
+    return released / evals
+
+
+def mc(rate: float, n: int) -> str:
+    """A rate with its Monte Carlo standard error."""
+    return f"{rate:.1%} ± {math.sqrt(rate * (1 - rate) / n):.1%}"
+
+
+def print_regression(prs: int) -> None:
+    print(
+        f"\n| pull requests (max_drop D = {MAX_DROP}, trial sd 0.03 unless said, 10 runs of "
+        "main) | fail (regression) | ok | unclear | extended to max_k | trials |"
+        "\n|---|---:|---:|---:|---:|---:|"
+    )
+    for number, population in enumerate(REGRESSION_POPULATIONS):
+        r = regression_rates(population, prs, seed=20261301 + number)
+        print(
+            f"| {population.name} | {mc(r['regression'], prs)} | {r['ok']:.1%} "
+            f"| {r['unclear']:.1%} | {r['extended']:.1%} | {r['trials']:.1f} |"
+        )
+
+
+def print_release(evals: int) -> None:
+    print(
+        "\n| quarantined eval | released within 90 nights: decide + advance "
+        f"({evals} evals) / the test alone (20,000) | nights to release: median / 95th |"
+        "\n|---|---:|---:|"
+    )
+    for number, (name, _honest, trial) in enumerate(SEQUENTIAL_POPULATIONS):
+        nights = release_nights(trial, evals, seed=20261401 + number)
+        out = sorted(n for n in nights if n is not None)
+        share = len(out) / evals
+        rate = {"5%": 0.05, "10%": 0.10, "1%": 0.01}.get(name.split()[2], 0.0)
+        alone = sprt_only(rate, 20_000, seed=20261501 + number)
+        at95 = min(len(out) - 1, math.ceil(0.95 * len(out)) - 1)
+        spread = f"{out[(len(out) - 1) // 2]} / {out[at95]}" if out else "-"
+        print(f"| {name} | {mc(share, evals)} / {mc(alone, 20_000)} | {spread} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probes", type=int, default=2000)
+    parser.add_argument("--prs", type=int, default=4000, help="pull requests per population")
+    parser.add_argument("--release-evals", type=int, default=400, help="evals per population")
+    parser.add_argument(
+        "--only", choices=("probes", "regression", "release"), help="one table group only"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    if args.only == "regression":
+        print_regression(args.prs)
+        return 0
+    if args.only == "release":
+        print_release(args.release_evals)
+        return 0
     print(
         "| population | truth | K | quarantined: fixed IQR / item-aware / adaptive "
         "| flips: fixed / adaptive | trials per decision, adaptive |\n"
@@ -278,6 +459,9 @@ def main(argv: list[str] | None = None) -> int:
         new = releases(population, args.probes // 4, seed=7, new=True)
         truth = "honest" if population.honest else "unstable"
         print(f"| {name} | {truth} | {old[0]:.1%} / {new[0]:.1%} | {old[1]:.1%} / {new[1]:.1%} |")
+    if args.only is None:
+        print_regression(args.prs)
+        print_release(args.release_evals)
     print(
         f"\n{args.probes} probes per population, {time.perf_counter() - started:.0f} s; "
         f"command: python benchmarks/decisions.py --probes {args.probes}"

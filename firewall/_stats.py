@@ -14,6 +14,7 @@ regularized upper incomplete gamma function, computed here in plain Python.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections import Counter
@@ -43,6 +44,14 @@ class Stats(BaseModel):
     pass_rate: float | None = None
     wilson_low: float | None = None
     wilson_high: float | None = None
+    # Confidence intervals at the eval's ``confidence``: the median's from order statistics
+    # (distribution-free; its real coverage, which the order statistics make discrete), the
+    # mean's from Student's t.
+    median_low: float | None = None
+    median_high: float | None = None
+    median_coverage: float | None = None
+    mean_low: float | None = None
+    mean_high: float | None = None
     errors: int = 0
     p50_latency_ms: float | None = None
     p95_latency_ms: float | None = None
@@ -177,6 +186,13 @@ def summarize(
         stats.median, stats.q1, stats.q3, stats.iqr = median, q1, q3, q3 - q1
         stats.mean = math.fsum(scores) / len(scores)
         stats.min, stats.max = float(min(scores)), float(max(scores))
+        around = median_interval(scores, confidence)
+        if around is not None:
+            stats.median_low, stats.median_high, stats.median_coverage = around
+        spread = mean_interval(scores, confidence)
+        if spread is not None:
+            # Scores are in [0, 1] (contract §3), so the mean is too, whatever t says.
+            stats.mean_low, stats.mean_high = max(0.0, spread.low), min(1.0, spread.high)
     if passes:
         successes = sum(passes)
         stats.pass_rate = successes / len(passes)
@@ -462,3 +478,74 @@ def trial_anova(trials: Sequence[Mapping[str, float]]) -> ItemTest:
         dispersion=f,
         noise=math.sqrt(noise_ms / n),
     )
+
+
+# --- Student's t and the intervals a probe reports -------------------------------------
+
+
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom (not necessarily whole)."""
+    if t * t < df:  # near the centre: the mass between -t and t, from I_y(1/2, df/2)
+        centre = 0.5 * betainc(0.5, df / 2, t * t / (df + t * t))
+        return 0.5 - centre if t >= 0 else 0.5 + centre
+    tail = 0.5 * betainc(df / 2, 0.5, df / (df + t * t))  # in the tails, from I_x(df/2, 1/2)
+    return tail if t >= 0 else 1.0 - tail
+
+
+@functools.lru_cache(maxsize=1024)  # a run asks for a few levels at a few df, many times
+def t_quantile(q: float, df: float) -> float:
+    """The t with P(T <= t) = q, by bisection on ``t_sf`` (monotone, so it converges)."""
+    low, high = -1e3, 1e3
+    for _ in range(64):  # 2000 / 2**64: far below a float's resolution at these magnitudes
+        middle = (low + high) / 2
+        if 1.0 - t_sf(middle, df) < q:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+class Interval(NamedTuple):
+    """A two-sided confidence interval and the coverage it really has."""
+
+    low: float
+    high: float
+    coverage: float
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> Interval | None:
+    """A distribution-free interval on the median, from order statistics.
+
+    The j-th smallest and j-th largest of n scores bracket the true median unless
+    fewer than j of the n fall on one side of it, which for any continuous
+    distribution has the binomial(n, 1/2) chance P(B <= j - 1) per side. The
+    interval is the narrowest such pair whose coverage 1 - 2 P(B <= j - 1)
+    reaches ``confidence``. Below six scores no pair does at 95% (the range of
+    five covers 93.75%): then it is the range, with the coverage it has.
+    None without a score.
+    """
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return None
+    whole = 1 << n  # binomial(n, 1/2) probabilities as exact integers over 2^n
+    tail, j, coverage = 1, 1, 1.0 - 2.0 / whole  # P(B <= 0) = 1 / 2^n
+    while 2 * (j + 1) <= n + 1:
+        wider = tail + math.comb(n, j)  # 2^n P(B <= j)
+        if 1.0 - 2 * wider / whole < confidence:
+            break
+        tail, j, coverage = wider, j + 1, 1.0 - 2 * wider / whole
+    return Interval(float(ordered[j - 1]), float(ordered[n - j]), coverage)
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval | None:
+    """Student's t interval on the mean: mean +- t(n - 1) s / sqrt(n). None below two
+    scores. It assumes the trial scores' mean is near normal, which a handful of
+    bounded scores without collapses gives; the median's interval assumes nothing."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
+    return Interval(mean - half, mean + half, confidence)

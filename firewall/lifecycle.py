@@ -1,10 +1,20 @@
 """The quarantine lifecycle as pure functions: enter, re-probe, count the streak, release.
 
-  run / nightly --all         nightly (clearly stable)    streak >= release_after and
-──────────────────────► QUARANTINED ──────────────► streak+1 ──── 59 clean trials ────► released
- unstable probe            │  ▲   nightly (unstable): streak = 0, clean trials = 0
+  run / nightly --all         nightly (clearly stable)    streak >= release_after and the
+──────────────────────► QUARANTINED ──────────────► streak+1 ── collapse test says ≤ 1% ──► released
+ unstable probe            │  ▲   nightly (unstable): streak = 0 (the collapse test goes on)
                            │  └── nightly (errored): streak unchanged
                            └── `firewall quarantine release`: released by hand
+
+Release needs two things. ``release_after`` stable nights in a row, clear of the
+line (``clear_of_the_line``), say the eval is stable now. A sequential
+probability ratio test of its collapse rate (``weigh``), accumulated over every
+night since it was quarantined and never reset, says it does not collapse
+often: Wald's test of a rate of at most 1% against at least 5%, which releases
+an eval that collapses in 5% of its trials at most 5% of the time however many
+nights it is re-probed (Ville's inequality; the test's ceiling, ``EVIDENCE_CAP``,
+is what lets a fixed eval out within 17 nights). ``benchmarks/decisions.py``
+measures both.
 """
 
 from __future__ import annotations
@@ -19,9 +29,11 @@ from pydantic import BaseModel, ConfigDict
 from firewall._stats import EPSILON
 from firewall.artefact import EvalReport
 from firewall.config import Settings
-from firewall.policy import Status
+from firewall.policy import ITEM_FENCE_Z, Status, item_test
 from firewall.text import fmt
 from firewall.timeutil import Timestamp
+
+DEFAULT_FENCE = 3.0  # the config's outlier_fence default, for a caller without the spec
 
 
 class Entry(BaseModel):
@@ -39,6 +51,9 @@ class Entry(BaseModel):
     issue: int | None = None
     stable_streak: int = 0
     clean_trials: int = 0
+    collapse_llr: float | None = None
+    counted_trials: int = 0
+    collapses: int = 0
     last_probe: Timestamp | None = None
     review_by: Timestamp | None = None
     owner: str | None = None
@@ -58,7 +73,14 @@ class Progress(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     stable_streak: int = 0
-    clean_trials: int = 0  # scored trials since the last unstable night: none collapsed
+    clean_trials: int = 0  # scored trials since the last collapse
+    # The release test of the collapse rate (``weigh``), over every night since the entry:
+    # its log-likelihood ratio (None in a file an older firewall wrote: then it is taken
+    # from clean_trials, which counted trials without a collapse), the trials it counted
+    # and how many of them collapsed.
+    collapse_llr: float | None = None
+    counted_trials: int = 0
+    collapses: int = 0
     last_probe: Timestamp | None = None
     median: float | None = None
     iqr: float | None = None
@@ -159,9 +181,17 @@ def quarantine_entry(
 
 
 def advance(
-    entry: Entry, report: EvalReport, *, release_after: int, at: dt.datetime
+    entry: Entry,
+    report: EvalReport,
+    *,
+    release_after: int,
+    at: dt.datetime,
+    outlier_fence: float = DEFAULT_FENCE,
 ) -> tuple[Entry | None, Event]:
-    """Count one nightly probe toward release; None as the entry means released."""
+    """Count one nightly probe toward release; None as the entry means released.
+
+    ``outlier_fence``: the eval's, for counting its collapsed trials (0: the rule is off
+    for it, as for an eval judged on its pass rate, and nothing counts as a collapse)."""
     eval_id = report.id
     if report.status is Status.ERROR:
         kept = entry.model_copy(update={"last_probe": at})
@@ -173,45 +203,49 @@ def advance(
             entry.stable_streak,
             release_after,
         )
+    scored = sum(trial.error is None and trial.score is not None for trial in report.trials)
+    collapsed = collapses(report, outlier_fence)
+    llr = weigh(evidence(entry), collapsed, scored)
+    total, trials = entry.collapses + collapsed, counted(entry) + scored
     probed = {
         "last_probe": at,
         "median": report.stats.median,
         "iqr": report.stats.iqr,
         "k": report.k,
+        "collapse_llr": llr,
+        "counted_trials": trials,
+        "collapses": total,
+        "clean_trials": 0 if collapsed else entry.clean_trials + scored,
     }
+    test = _test_text(total, trials, llr)
     if report.status is Status.QUARANTINE:
-        kept = entry.model_copy(update={**probed, "stable_streak": 0, "clean_trials": 0})
+        kept = entry.model_copy(update={**probed, "stable_streak": 0})
         return kept, Event(
             eval_id,
             "unstable",
-            f"still unstable, streak reset to 0/{release_after}: {report.reason}",
+            f"still unstable, streak reset to 0/{release_after}: {report.reason}; {test}",
             0,
             release_after,
         )
-    # Not unstable: none of its trials collapsed (the fence held), clear of the line or not.
-    clean = entry.clean_trials + sum(trial.error is None for trial in report.trials)
-    probed["clean_trials"] = clean
     margin = clear_of_the_line(report)
     if margin is not None:
         kept = entry.model_copy(update=probed)
         return kept, Event(
             eval_id,
             "stable",
-            f"stable but {margin}: streak kept at {entry.stable_streak}/{release_after}",
+            f"stable but {margin}: streak kept at {entry.stable_streak}/{release_after}; {test}",
             entry.stable_streak,
             release_after,
         )
     streak = entry.stable_streak + 1
-    if streak < release_after or clean < RELEASE_CLEAN_TRIALS:
+    if streak < release_after or llr > RELEASE_LLR + EPSILON:
         kept = entry.model_copy(update={**probed, "stable_streak": streak})
         iqr = fmt(report.stats.iqr or 0)
         message = (
-            f"stable probe {streak}/{release_after} toward release "
-            f"(iqr {iqr}, {clean}/{RELEASE_CLEAN_TRIALS} clean trials)"
+            f"stable probe {streak}/{release_after} toward release (iqr {iqr}); {test}"
             if streak < release_after
-            else f"stable probe {streak}/{release_after} (iqr {iqr}), but only {clean} of the "
-            f"{RELEASE_CLEAN_TRIALS} clean trials release needs, to bound a collapse rate "
-            f"below {RELEASE_COLLAPSE_RATE:.0%}"
+            else f"stable probe {streak}/{release_after} (iqr {iqr}), but the collapse test "
+            f"does not release it yet: {test}"
         )
         return kept, Event(eval_id, "stable", message, streak, release_after)
     fails = report.status is Status.FAIL
@@ -223,23 +257,79 @@ def advance(
     return None, Event(
         eval_id,
         "released",
-        f"released after {streak} stable nightly probes and {clean} clean trials{consequence}",
+        f"released after {streak} stable nightly probes; {test}{consequence}",
         streak,
         release_after,
         fails_gate=fails,
     )
 
 
-RELEASE_COLLAPSE_RATE = 0.05
-RELEASE_CONFIDENCE = 0.95
-RELEASE_CLEAN_TRIALS = math.ceil(
-    math.log(1 - RELEASE_CONFIDENCE) / math.log(1 - RELEASE_COLLAPSE_RATE)
-)
-"""Release also needs this many trials in a row (59) without a collapse since the last
-unstable night: an eval that collapses in 5% of its trials shows 59 clean ones in a row
-with probability 0.95^59 < 5%, so its release bounds the collapse rate below 5% at 95%
-confidence. Three stable nights of 15 trials see only 45, which a 10% collapse rate
-passes 0.9^45 = 0.9% of the time per try, and over 30 nights of tries far more often."""
+SAFE_RATE = 0.01  # H0 of the release test: the eval collapses in at most 1% of its trials
+RELEASE_COLLAPSE_RATE = 0.05  # H1: in at least 5%
+RELEASE_ERROR = 0.05  # the chance of ever releasing an eval at RELEASE_COLLAPSE_RATE
+COLLAPSE_STEP = math.log(RELEASE_COLLAPSE_RATE / SAFE_RATE)  # +1.609 per collapsed trial
+CLEAN_STEP = math.log((1 - RELEASE_COLLAPSE_RATE) / (1 - SAFE_RATE))  # -0.0412 per clean one
+RELEASE_LLR = math.log(RELEASE_ERROR)  # -3.0: at or below it, the test releases
+EVIDENCE_CAP = -2.5 * RELEASE_LLR  # 7.5: the most evidence of collapses remembered
+RELEASE_CLEAN_TRIALS = math.ceil(RELEASE_LLR / CLEAN_STEP)
+"""Wald's sequential probability ratio test of the collapse rate, 1% against 5%.
+
+Each scored trial adds log(0.05 / 0.01) when it collapsed and log(0.95 / 0.99)
+when it did not; the eval may be released once the sum is at most log(0.05).
+Under a collapse rate of 5% the likelihood ratio of 1% to 5% is a martingale
+of mean 1, so by Ville's inequality it ever reaches 1 / 0.05 with probability
+at most 0.05: the nights' repeated looks cost nothing, and higher rates are
+released less often still. An eval that never collapses is released after
+RELEASE_CLEAN_TRIALS = 73 trials (five nights of 15), one at 1% after about
+eight nights. The sum is held at EVIDENCE_CAP at most, so that an eval fixed
+after months of collapses is released after (7.5 + 3.0) / 0.0412 = 255 clean
+trials (17 nights of 15) rather than never; in 20,000 simulated evals at 5% the
+cap left the false releases within 90 nights within their Monte Carlo error
+(4.05% against 4.03% without it)."""
+
+
+def evidence(entry: Entry) -> float:
+    """The release test's sum so far; from ``clean_trials`` in an older firewall's file."""
+    if entry.collapse_llr is not None:
+        return entry.collapse_llr
+    return max(RELEASE_LLR, entry.clean_trials * CLEAN_STEP)
+
+
+def counted(entry: Entry) -> int:
+    """The trials the release test has counted; ``clean_trials`` in an older file."""
+    return entry.counted_trials if entry.collapse_llr is not None else entry.clean_trials
+
+
+def weigh(llr: float, collapsed: int, scored: int) -> float:
+    """The release test's sum after a night of ``scored`` trials, ``collapsed`` of them."""
+    step = collapsed * COLLAPSE_STEP + (scored - collapsed) * CLEAN_STEP
+    return min(EVIDENCE_CAP, llr + step)
+
+
+def collapses(report: EvalReport, outlier_fence: float = DEFAULT_FENCE) -> int:
+    """How many of a probe's scored trials fell below its collapse fence: q1 less
+    ``outlier_fence`` times the IQR, F, or for binary items 2.576 binomial sds of a trial's
+    score, whichever is widest (the policy's fence, contract §4)."""
+    stats = report.stats
+    if outlier_fence <= 0 or stats.q1 is None or stats.iqr is None:
+        return 0
+    scored = [t for t in report.trials if t.error is None and t.score is not None]
+    width = max(stats.iqr, report.flakiness)
+    test = item_test(scored)
+    if test is not None:
+        width = max(width, ITEM_FENCE_Z * test.noise)
+    fence = stats.q1 - outlier_fence * width
+    return sum(1 for t in scored if t.score is not None and t.score < fence - EPSILON)
+
+
+def _test_text(collapsed: int, trials: int, llr: float) -> str:
+    return (
+        f"{collapsed} collapse{'' if collapsed == 1 else 's'} in {trials} trials since "
+        f"quarantined, collapse test {llr:.2f} (releases at {RELEASE_LLR:.2f} or below: "
+        f"a rate of {SAFE_RATE:.0%} rather than {RELEASE_COLLAPSE_RATE:.0%})"
+    )
+
+
 RELEASE_IQR_SHARE = 0.75  # a night counts toward release at an IQR of at most 0.75 F
 RELEASE_ITEM_P = 0.05  # or, for an accuracy over items, an item test this far from its 1%
 

@@ -33,6 +33,7 @@ from firewall.config import Settings
 from firewall.lifecycle import (
     PROGRESS_FIELDS,
     RELEASE_CLEAN_TRIALS,
+    RELEASE_LLR,
     Candidate,
     Entry,
     Event,
@@ -200,6 +201,7 @@ class Reviewed(Keeper):
                 update={
                     "stable_streak": release_after,
                     "clean_trials": RELEASE_CLEAN_TRIALS,
+                    "collapse_llr": RELEASE_LLR,
                     "last_probe": at,
                 }
             )

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from firewall.artefact import Artefact, EvalReport
 from firewall.errors import ExitCode, FirewallError, RegistryError
-from firewall.lifecycle import Candidate, Entry, Event, advance, quarantine_entry
+from firewall.lifecycle import (
+    DEFAULT_FENCE,
+    Candidate,
+    Entry,
+    Event,
+    advance,
+    quarantine_entry,
+)
 from firewall.pipeline import effects, suites, verdict
 from firewall.pipeline.context import Context
 from firewall.pipeline.defined import kind_of
@@ -213,11 +220,17 @@ def _lifecycle(
     the candidates the default branch confirms; dismiss the ones it does not."""
     settings = ctx.settings
     happened = []
+    # The collapse fence each eval's release test counts by: none for a pass-rate eval.
+    fences = {s.id: 0.0 if s.min_pass_rate else s.outlier_fence for s in ctx.specs}
     for eval_id, report in reports.items():
         entry = current.get(eval_id)
         if entry is not None:
             kept, event = advance(
-                entry, report, release_after=settings.nightly.release_after, at=at
+                entry,
+                report,
+                release_after=settings.nightly.release_after,
+                at=at,
+                outlier_fence=fences.get(eval_id, DEFAULT_FENCE),
             )
             if kept is None:
                 del current[eval_id]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from firewall import regression
@@ -31,7 +31,7 @@ from firewall.pipeline import affected, effects, suites, trust, verdict
 from firewall.pipeline.context import Context
 from firewall.pipeline.stages import TrialCounter, conclude, plan, probe
 from firewall.policy import Status
-from firewall.regression import RunMean, compare
+from firewall.regression import Judgement, RunMean, compare
 from firewall.runner import Schedule
 from firewall.runner.python import sync_fanout
 from firewall.runner.reads import Reads
@@ -103,12 +103,16 @@ def run(
     part = collect(ctx, options, progress=progress, leave=leave, reads=noted)
     unvouched(ctx, part.specs)
     artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
-    artefact, unclear = against_default_branch(ctx, artefact, part.specs)
+    artefact, first = against_default_branch(ctx, artefact, part.specs, looks=regression.LOOKS)
+    unclear = [eval_id for eval_id, judgement in first.items() if judgement.more_trials]
     if unclear and part.complete:
-        # Too few trials to tell the drop from max_drop: up to max_k before saying so.
+        # Too few trials to tell the drop from max_drop, and more would tell: up to max_k,
+        # then a second look at those alone, with the other half of the level.
         part = more_trials(ctx, part, unclear, progress=progress, reads=noted)
         artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
-        artefact, _ = against_default_branch(ctx, artefact, part.specs)
+        artefact, _ = against_default_branch(
+            ctx, artefact, part.specs, looks=regression.LOOKS, earlier=first
+        )
     evals = affected.stamp(artefact.evals, part.specs, noted, ctx.cwd, ctx.env)
     artefact = artefact.model_copy(update={"evals": evals})
     if choice is not None:
@@ -289,58 +293,91 @@ def more_trials(
 
 
 def against_default_branch(
-    ctx: Context, artefact: Artefact, specs: Sequence[EvalSpec]
-) -> tuple[Artefact, list[str]]:
+    ctx: Context,
+    artefact: Artefact,
+    specs: Sequence[EvalSpec],
+    *,
+    looks: int = 1,
+    earlier: Mapping[str, Judgement] | None = None,
+) -> tuple[Artefact, dict[str, Judgement]]:
     """The regression stage: evals that opted in (``regression = { max_drop = D }``) are
-    compared with the default branch's recent runs, when this run is not on it. Also
-    returns the evals whose comparison was unclear and that have trials to add."""
-    opted = {spec.id: spec.regression for spec in specs if spec.regression is not None}
+    compared with the default branch's recent runs, when this run is not on it.
+
+    ``looks``: how many times this run may look (``run`` looks again after adding trials
+    to the unclear evals, ``gate`` once); each look tests at LEVEL / looks. ``earlier``:
+    the first look's judgements; this second look re-judges only the evals they marked
+    for more trials, and keeps the others' word. Returns the judgements with the artefact.
+    """
+    opted = {spec.id: spec.regression.max_drop for spec in specs if spec.regression is not None}
     base = ctx.checkout.default_branch
     if not opted or base is None or ctx.checkout.on_default_branch:
-        return artefact, []
+        return artefact, {}
+    again = None if earlier is None else {i for i, j in earlier.items() if j.more_trials}
+    compared = (Status.PASS, Status.FAIL, Status.QUARANTINE)
     probed = {
         r.id: r
         for r in artefact.evals
-        if r.id in opted and r.status in (Status.PASS, Status.FAIL) and r.trials
+        if r.id in opted and r.status in compared and r.trials and (again is None or r.id in again)
     }
-    baselines = _baselines(ctx, base, set(probed))
+    baselines, statuses = _baselines(ctx, base, set(probed))
     comparisons = {
-        eval_id: compare(_run_mean(report), baselines[eval_id][-BASELINE_RUNS:])
+        eval_id: compare(_run_mean(report), baselines[eval_id][-BASELINE_RUNS:], opted[eval_id])
         for eval_id, report in probed.items()
     }
-    limits = {eval_id: limit.max_drop for eval_id, limit in opted.items() if eval_id in probed}
-    verdicts = regression.judge(comparisons, limits, base)
+    max_k = {spec.id: spec.max_k for spec in specs if spec.id in probed}
+    judgements = {
+        **(earlier or {}),
+        **regression.judge(
+            comparisons, base, level=regression.LEVEL / looks, max_k=max_k if looks > 1 else None
+        ),
+    }
+    if again is not None:  # a second look is the last: nothing more is marked for trials
+        judgements = {i: dataclasses.replace(j, more_trials=False) for i, j in judgements.items()}
     reports = [
-        verdict.against_default_branch(report, verdicts[report.id], limits[report.id])
-        if report.id in verdicts
+        verdict.against_default_branch(
+            report,
+            judgements[report.id],
+            opted[report.id],
+            stable_runs=_stable_runs(statuses.get(report.id, [])),
+            base=base,
+        )
+        if report.id in judgements and report.id in opted
         else report
         for report in artefact.evals
-    ]
-    max_k = {spec.id: spec.max_k for spec in specs}
-    unclear = [
-        eval_id
-        for eval_id, verdict in verdicts.items()
-        if verdict.verdict == "unclear" and len(probed[eval_id].trials) < max_k[eval_id]
     ]
     updated = artefact.model_copy(
         update={"evals": reports, "summary": verdict.summarise(reports, artefact.run.complete)}
     )
-    return updated, unclear
+    return updated, judgements
 
 
-def _baselines(ctx: Context, base: str, ids: set[str]) -> dict[str, list[RunMean]]:
-    """The default branch's recent runs of each eval, oldest first, that a comparison can use."""
+STABLE_RUNS = 5  # the default branch's last runs that must all be stable for "stable there"
+
+
+def _stable_runs(statuses: Sequence[str]) -> int:
+    """How many of the default branch's last runs of an eval were stable, when the last
+    STABLE_RUNS all were (then an unstable pull request is a regression); else 0."""
+    recent = statuses[-BASELINE_RUNS:]
+    unstable = (Status.QUARANTINE.value, Status.QUARANTINED.value, Status.ERROR.value)
+    if len(recent) < STABLE_RUNS or any(s in unstable for s in recent[-STABLE_RUNS:]):
+        return 0
+    return sum(s not in unstable for s in recent)
+
+
+def _baselines(
+    ctx: Context, base: str, ids: set[str]
+) -> tuple[dict[str, list[RunMean]], dict[str, list[str]]]:
+    """The default branch's recent runs of each eval, oldest first: those a comparison can
+    use, and every run's status (was the eval stable there?)."""
     baselines: dict[str, list[RunMean]] = {eval_id: [] for eval_id in ids}
+    statuses: dict[str, list[str]] = {eval_id: [] for eval_id in ids}
     for row in ctx.history.recent(ids, since=ctx.clock() - BASELINE_WINDOW):
-        if (
-            row.git_ref == f"refs/heads/{base}"
-            and row.mode in ("run", "gate", "nightly")
-            and row.mean is not None
-            and row.sd is not None
-            and row.n >= 2
-        ):
+        if row.git_ref != f"refs/heads/{base}" or row.mode not in ("run", "gate", "nightly"):
+            continue
+        statuses[row.eval_id].append(row.status)
+        if row.mean is not None and row.sd is not None and row.n >= 2:
             baselines[row.eval_id].append(RunMean(row.mean, row.sd, row.n))
-    return baselines
+    return baselines, statuses
 
 
 def _run_mean(report: EvalReport) -> RunMean:

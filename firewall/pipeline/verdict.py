@@ -7,7 +7,8 @@ command applies them:
     policy's status
       -> in quarantine     an eval the registry holds reads QUARANTINED, never blocking;
                            one failing consistently reads FAIL: broken is not flaky
-      -> regression        a drop against the default branch's runs reads FAIL
+      -> regression        a drop against the default branch's runs reads FAIL, and so
+                           does an eval stable there and unstable on this change
       -> tonight           the nightly's lifecycle: QUARANTINED with its streak,
                            or the probe's own status once released or adopted
       -> summary           the counts, and the exit code read from them, once
@@ -59,20 +60,45 @@ def in_quarantine(report: EvalReport, entry: Entry | None) -> EvalReport:
     )
 
 
-def against_default_branch(report: EvalReport, verdict: Judgement, limit: float) -> EvalReport:
-    """The regression check's word: a significant drop beyond ``limit`` is a FAIL like any
-    other (a non-blocking eval still only warns); an unclear one says so in the reason."""
+def against_default_branch(
+    report: EvalReport,
+    verdict: Judgement,
+    limit: float,
+    *,
+    stable_runs: int = 0,
+    base: str = "the default branch",
+) -> EvalReport:
+    """The regression check's word: a drop significantly beyond ``limit`` is a FAIL like any
+    other (a non-blocking eval still only warns); an unclear one says so in the reason.
+
+    A probe the policy found unstable is compared too, and is a regression in itself
+    when the default branch's last ``stable_runs`` runs were all stable: the change made
+    the eval flaky, which is not the quarantine's to absorb (issue 23). Otherwise it
+    stays QUARANTINE, with its comparison in the reason.
+    """
     comparison = verdict.comparison
+    unstable = report.status is Status.QUARANTINE
+    destabilised = unstable and stable_runs > 0
+    regressed = verdict.verdict == "regression" or destabilised
+    actual = f"drop {comparison.drop:.3f}" if comparison else "no baseline"
     check = Check(
         name="regression",
-        ok=verdict.verdict != "regression",
-        actual=f"drop {comparison.drop:.3f}" if comparison else "no baseline",
-        allowed=f"<= {limit:g} ({verdict.verdict})",
+        ok=not regressed,
+        actual=f"{actual}, unstable" if destabilised else actual,
+        allowed=f"<= {limit:g} ({verdict.verdict}){', stable' if destabilised else ''}",
     )
     update: dict[str, object] = {"checks": [*report.checks, check]}
-    if verdict.verdict == "regression":
-        update.update(status=Status.FAIL, reason=verdict.reason)
-    elif verdict.verdict == "unclear":
+    if destabilised:
+        said = f"; {verdict.reason}" if comparison is not None else ""
+        update.update(
+            status=Status.FAIL,
+            reason=f"regression: unstable here, where {base}'s last {stable_runs} runs were "
+            f"stable: {report.reason}{said}",
+        )
+    elif verdict.verdict == "regression":
+        also = f"; also unstable: {report.reason}" if unstable else ""
+        update.update(status=Status.FAIL, reason=f"{verdict.reason}{also}")
+    elif verdict.verdict == "unclear" or (unstable and comparison is not None):
         update["reason"] = f"{report.reason}; {verdict.reason}"
     return report.model_copy(update=update)
 

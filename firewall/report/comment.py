@@ -32,7 +32,7 @@ from firewall.artefact import Artefact, EvalReport, severity
 from firewall.constants import BASELINE_WINDOW
 from firewall.policy import Status
 from firewall.report import affected
-from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE, counts
+from firewall.report.markdown import ICONS, STATUS_ICONS, URL_SAFE, counts, intervals
 from firewall.store.history import HistoryRow
 from firewall.text import printable
 
@@ -226,7 +226,10 @@ def _failing(change: Difference, branch: str) -> str:
     report = change.report
     label = report.status.label + ("" if report.blocking else ", non-blocking")
     icon = STATUS_ICONS[report.status] if report.blocking else "⚠️"
-    return f"{icon} {code(report.id)} {label} ({_was(change, branch)}): {code(report.reason)}"
+    return (
+        f"{icon} {code(report.id)} {label} ({_was(change, branch)}): {code(report.reason)}"
+        f"{_intervals(report)}"
+    )
 
 
 def _quarantined(change: Difference, branch: str) -> str:
@@ -234,8 +237,14 @@ def _quarantined(change: Difference, branch: str) -> str:
     owner = f", owner {code(report.owner)}" if report.owner else ""
     return (
         f"{STATUS_ICONS[report.status]} {code(report.id)} ({_was(change, branch)}{owner}): "
-        f"{code(report.reason)}"
+        f"{code(report.reason)}{_intervals(report)}"
     )
+
+
+def _intervals(report: EvalReport) -> str:
+    """The median's and the mean's intervals after a line, where the probe scored."""
+    said = intervals(report.stats)
+    return f"; {code(said)}" if said else ""
 
 
 def _fixed(change: Difference, branch: str) -> str:

@@ -18,13 +18,14 @@ from typing import Any
 
 import jinja2
 
+from firewall._stats import Stats
 from firewall.artefact import Artefact, EvalReport, severity
 from firewall.diagnostics import describe_flip, describe_hint, format_check
 from firewall.policy import Status
 from firewall.report import affected
 from firewall.report.selection import select
 from firewall.report.terminal import adaptivity
-from firewall.text import number, printable
+from firewall.text import fmt, number, printable
 
 SUMMARY_LIMIT = 1024 * 1024 - 1024
 """GitHub refuses a step summary over 1 MiB; the rest is headroom for what else the step adds."""
@@ -229,7 +230,7 @@ def _row(report: EvalReport, trends: Mapping[str, str], issue_links: Mapping[str
         status=f"{icon} {label}",
         id=cell(report.id, ID_LIMIT),
         # An errored probe's numbers come from the few trials that scored: not worth a glance.
-        median="-" if errored else number(stats.median),
+        median="-" if errored else _median_cell(stats),
         iqr="-" if errored else number(stats.iqr),
         k=str(len(report.trials) or report.k),
         pass_rate="-" if stats.pass_rate is None or errored else f"{stats.pass_rate * 100:.0f}%",
@@ -254,11 +255,36 @@ def _usage(report: EvalReport) -> str:
     return cell(", ".join(parts), ID_LIMIT) if parts else "-"
 
 
+def _median_cell(stats: Stats) -> str:
+    """The median with its distribution-free interval: ``0.85 [0.83, 0.87]``."""
+    if stats.median_low is None or stats.median_high is None:
+        return number(stats.median)
+    return f"{number(stats.median)} [{fmt(stats.median_low)}, {fmt(stats.median_high)}]"
+
+
+def intervals(stats: Stats) -> str:
+    """Both intervals in words, with what each assumes; "" without a scored trial."""
+    if stats.median_low is None or stats.median_high is None:
+        return ""
+    text = (
+        f"median {number(stats.median)} in [{fmt(stats.median_low)}, {fmt(stats.median_high)}] "
+        f"({stats.median_coverage or 0:.1%}, order statistics, distribution-free)"
+    )
+    if stats.mean_low is not None and stats.mean_high is not None:
+        text += (
+            f"; mean {number(stats.mean)} in [{fmt(stats.mean_low)}, {fmt(stats.mean_high)}] "
+            "(Student's t)"
+        )
+    return text
+
+
 def _details(report: EvalReport) -> tuple[str, ...]:
     """Every rule's check and the likely causes, for the evals someone has to look at."""
     if report.status is Status.PASS or not (report.checks or report.hints):
         return ()
     lines = [cell(format_check(check)) for check in report.checks]
+    if intervals(report.stats):
+        lines.append(cell("intervals: " + intervals(report.stats)))
     lines += [cell("likely: " + describe_hint(hint)) for hint in report.hints[:3]]
     lines += [cell("flipping: " + describe_flip(flip)) for flip in report.flips[:5]]
     return tuple(lines)

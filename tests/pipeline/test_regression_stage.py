@@ -34,7 +34,9 @@ def write_project(root: Path, level: float) -> None:
     )
 
 
-def main_history(root: Path, means: list[float]) -> None:
+def main_history(
+    root: Path, means: list[float], *, sd: float = 0.005, status: str = "pass"
+) -> None:
     """The default branch's earlier runs, as its CI jobs left them."""
     LocalHistory(root / ".firewall" / "history.jsonl").append(
         [
@@ -42,12 +44,12 @@ def main_history(root: Path, means: list[float]) -> None:
                 eval_id=eval_id,
                 run_id=f"main-{n}",
                 mode="run",
-                status="pass",
+                status=status,
                 k=7,
                 build_ts=to_text(NOW - dt.timedelta(days=len(means) - n)),
                 median=mean,
                 mean=mean,
-                sd=0.005,
+                sd=sd,
                 n=7,
                 git_ref="refs/heads/main",
             )
@@ -121,18 +123,56 @@ def test_too_little_history_gives_no_verdict_and_no_failure(project: Path, runs:
     assert check["ok"] is True and "no-baseline" in check["allowed"]
 
 
-def test_an_unclear_drop_gets_trials_up_to_max_k_before_it_says_so(project: Path) -> None:
-    write_project(project, 0.895)  # a drop of about 0.005 against max_drop 0.01: unclear
+def test_an_unclear_drop_gets_trials_up_to_max_k_when_they_can_settle_it(project: Path) -> None:
     (project / "firewall.toml").write_text(
         CONFIG.replace("max_drop = 0.01 }", "max_drop = 0.01 }\nflakiness = 0.1")
     )
-    (project / "score.py").write_text(  # a spread of 0.03 a trial: 7 trials cannot tell
-        "import sys\nprint(0.895 + (int(sys.argv[1]) % 3 - 1) * 0.03)\n"
+    (project / "score.py").write_text(  # a spread of 0.02 a trial: 7 trials cannot tell
+        "import sys\nprint(0.90 + (int(sys.argv[1]) % 3 - 1) * 0.02)\n"
     )
-    main_history(project, [0.90, 0.91, 0.89, 0.90, 0.905, 0.895])
+    # The default branch's runs hardly drift: their means differ by their trials' noise.
+    main_history(project, [0.90, 0.901, 0.899, 0.90, 0.9005, 0.8995], sd=0.02)
     triage = decide(project, pull_request_env(project))["triage"]
     check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
-    assert "(unclear)" in check["allowed"]
     assert len(triage["trials"]) == 15  # type: ignore[arg-type]
     assert triage["stop"]["trials"] == 15 and triage["stop"]["planned"] == 7  # type: ignore[index]
-    assert "detect" in str(triage["reason"])
+    assert "(ok)" in check["allowed"], triage["reason"]
+
+
+def test_drift_between_default_branch_runs_gets_no_trials_and_says_so(project: Path) -> None:
+    (project / "firewall.toml").write_text(
+        CONFIG.replace("max_drop = 0.01 }", "max_drop = 0.01 }\nflakiness = 0.1")
+    )
+    (project / "score.py").write_text(
+        "import sys\nprint(0.895 + (int(sys.argv[1]) % 3 - 1) * 0.03)\n"
+    )
+    # Runs that move by about 0.01 between them: no number of this run's trials helps.
+    main_history(project, [0.90, 0.915, 0.885, 0.90, 0.91, 0.89])
+    triage = decide(project, pull_request_env(project))["triage"]
+    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
+    assert "(unclear)" in check["allowed"] and len(triage["trials"]) == 7  # type: ignore[arg-type]
+    assert "run-to-run drift 0.01" in str(triage["reason"])
+    assert "limits detection to drops of" in str(triage["reason"])
+
+
+def test_a_change_that_makes_a_stable_eval_unstable_fails(project: Path) -> None:
+    write_project(project, 0.90)
+    (project / "score.py").write_text(  # every third trial 0.2 lower: quarantined alone
+        "import sys\nprint(0.90 - (int(sys.argv[1]) % 3 == 0) * 0.2)\n"
+    )
+    main_history(project, [0.90, 0.902, 0.898, 0.90, 0.901, 0.899])
+    triage = decide(project, pull_request_env(project))["triage"]
+    assert triage["status"] == "fail" and triage["blocking"] is True
+    reason = str(triage["reason"])
+    assert reason.startswith("regression: unstable here, where main's last 6 runs were stable")
+    assert "drop 0.0" in reason, "the unstable probe's mean is compared as well"
+
+
+def test_an_eval_unstable_on_the_default_branch_too_stays_in_quarantine(project: Path) -> None:
+    write_project(project, 0.90)
+    (project / "score.py").write_text(
+        "import sys\nprint(0.90 + (int(sys.argv[1]) % 2 * 2 - 1) * 0.1)\n"  # scatters, same mean
+    )
+    main_history(project, [0.90, 0.902, 0.898, 0.90, 0.901, 0.899], status="quarantine")
+    triage = decide(project, pull_request_env(project))["triage"]
+    assert triage["status"] == "quarantine" and "vs main's last 6 runs" in str(triage["reason"])
