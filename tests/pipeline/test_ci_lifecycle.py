@@ -260,11 +260,14 @@ def test_a_candidate_is_confirmed_proposed_merged_and_released_only_after_merge(
     assert "QUARANTINED" in jobs.run("run", pull=8)
     assert len(hub.issues) == 2  # the issue and the proposal's pull request
 
-    # tone is fixed on main; two stable nights propose its release, and the issue stays open.
+    # tone is fixed on main; three stable nights propose its release (release_after = 2 on
+    # the second, the collapse test's 73 clean trials on the third), and the issue stays open.
     jobs.merge("", mode="stable")
     jobs.nightly()
     (held,) = json.loads(jobs.laptop("status", "--json"))["quarantined"]
     assert (held["id"], held["streak"]) == ("tone", 1), "a laptop sees the team's streak"
+    _, proposal = jobs.nightly()
+    assert "release  tone" not in proposal, "60 clean trials are not yet evidence enough"
     _, proposal = jobs.nightly()
     assert "release  tone" in proposal
     assert hub.issues[issue.number].state == "open", "open until the release reaches main"
@@ -350,8 +353,8 @@ def test_a_cron_nightly_releases_a_fixed_eval_on_a_checkout_as_actions_makes_it(
             jobs.merge("firewall/quarantine")
             released_on = night
             break
-    # Two stable nights of 30 trials: release_after and the 59 clean trials release asks.
-    assert released_on == 2, f"released on night {released_on}"
+    # release_after = 2 holds on night 2; the collapse test's 73 clean trials on night 3.
+    assert released_on == 3, f"released on night {released_on}"
     assert jobs.registry_on_default() == {}
     jobs.nightly()
     (issue,) = [i for i in hub.issues.values() if not i.pull]
