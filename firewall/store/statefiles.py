@@ -257,8 +257,8 @@ def recent_rows(
         if wanted is not None and eval_id not in wanted:
             continue
         rows: list[HistoryRow] = []
-        for document in reversed(_entries(data)):
-            run = runs.get(document.get("run_id"))
+        for document in _entries_newest_first(data):
+            run = runs.get(document["run_id"])
             if run is None:
                 continue
             if since is not None and run.get("build_ts", "") < since:
@@ -356,6 +356,18 @@ def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:
         for i, run_id in enumerate(ids)
         if isinstance(run_id, str)
     ]
+
+
+def _entries_newest_first(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``_entries`` from the newest, each built only when asked for: a reader of a few
+    points an eval builds a few entries, not thirty."""
+    ids = data.get("run_id")
+    if not isinstance(ids, list):
+        return
+    columns = {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
+    for i in range(len(ids) - 1, -1, -1):
+        if isinstance(ids[i], str):
+            yield {c: values[i] for c, values in columns.items() if values[i] not in _EMPTY}
 
 
 def _runs_of(line: str, skipped: Callable[[str], None] | None) -> dict[str, dict[str, Any]]:
