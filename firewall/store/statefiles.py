@@ -258,7 +258,7 @@ def recent_rows(
             continue
         rows: list[HistoryRow] = []
         for document in _entries_newest_first(data):
-            run = runs.get(document["run_id"])
+            run = runs.get(str(document.get("run_id", "")))
             if run is None:
                 continue
             if since is not None and run.get("build_ts", "") < since:
