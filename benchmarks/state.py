@@ -21,16 +21,23 @@ import argparse
 import datetime as dt
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from firewall.constants import RAW_DAYS
+from firewall.constants import RECENT_RUNS
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow
-from firewall.store.statefiles import render_rollup, roll_up, run_file, week_of
+from firewall.store.statefiles import (
+    RECENT,
+    fold_recent,
+    render_rollup,
+    roll_up,
+    week_of,
+)
 from firewall.timeutil import to_text
 
 RUNS_PER_DAY = 6
@@ -81,12 +88,21 @@ def run_rows(evals: int, at: dt.datetime, rng: random.Random) -> list[HistoryRow
 
 
 def build_origin(
-    root: Path, evals: int, runs_per_day: int = RUNS_PER_DAY, *, history: bool = True
+    root: Path,
+    evals: int,
+    runs_per_day: int = RUNS_PER_DAY,
+    *,
+    history: bool = True,
+    days: int = DAYS,
+    name: str = "origin.git",
 ) -> Path:
-    """A bare origin with a default branch and a year-old state branch."""
-    origin = root / "origin.git"
+    """A bare origin with a default branch and a state branch ``days`` old, as the
+    firewall's pushes leave it: each eval's newest runs in recent.jsonl, the newest run's
+    file, older runs rolled up by week, one parentless commit (the last push's, made by
+    the firewall itself). ``history`` is kept for the old scenario's signature."""
+    origin = root / name
     git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
-    seed = root / "seed"
+    seed = root / f"seed-{name}"
     git(root, "clone", "--quiet", str(origin), str(seed))
     (seed / "firewall.toml").write_text("")
     git(seed, "add", "--all")
@@ -95,28 +111,22 @@ def build_origin(
 
     rng = random.Random(20261201)
     now = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
-    recent: dict[str, str] = {}
+    step = dt.timedelta(days=1) / runs_per_day
+    newest = [now - step * n for n in range(RECENT_RUNS)][::-1]  # kept whole
+    recent, _ = fold_recent(None, [r for at in newest for r in run_rows(evals, at, rng)])
+    # The weeks before them, one row per eval per week standing for its runs (the fold's
+    # arithmetic, on one run a day: the numbers differ, the bytes per row do not).
     weeks: dict[str, list[HistoryRow]] = {}
-    for day in range(DAYS, -1, -1):
-        if day > RAW_DAYS:  # a rolled-up week is one row per eval, however many runs
-            at = now - dt.timedelta(days=day)
-            weeks.setdefault(week_of(to_text(at)), []).extend(roll_up(run_rows(evals, at, rng)))
-            continue
-        for run in range(runs_per_day):
-            at = now - dt.timedelta(days=day) + dt.timedelta(hours=24 * run / runs_per_day)
-            path, text = run_file(run_rows(evals, at, rng))
-            recent[path] = text
-    files = dict(recent)
+    first = newest[0] - dt.timedelta(days=days)
+    for day in range(days):
+        at = first + dt.timedelta(days=day)
+        if at >= newest[0]:
+            break
+        weeks.setdefault(week_of(to_text(at)), []).extend(roll_up(run_rows(evals, at, rng)))
+    files = {RECENT: recent}
     for week, rows in weeks.items():
         files[f"rollup/{week}.jsonl"] = render_rollup(week, rows)
-
-    # One commit per run, as the pushes would leave them; only the tip carries the files.
-    empty = git(seed, "hash-object", "-t", "tree", "-w", "--stdin", stdin="")
-    parent = None
-    for n in range(DAYS * runs_per_day - 1 if history else 0):
-        args = ["commit-tree", empty, "-m", f"run {n}"] + (["-p", parent] if parent else [])
-        parent = git(seed, *args)
-    index = {**ENV, "GIT_INDEX_FILE": str(root / "index")}
+    index = {**ENV, "GIT_INDEX_FILE": str(root / f"index-{name}")}
     for path, text in files.items():
         blob = git(seed, "hash-object", "-w", "--stdin", stdin=text)
         subprocess.run(
@@ -128,8 +138,12 @@ def build_origin(
     tree = subprocess.run(
         ["git", "write-tree"], cwd=seed, env=index, capture_output=True, text=True, check=True
     ).stdout.strip()
-    tip = git(seed, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", "today")
+    tip = git(seed, "commit-tree", tree, "-m", "built")
     git(seed, "push", "--quiet", "origin", f"{tip}:refs/heads/firewall-state")
+    # The last run of the day, pushed by the firewall: its fold and its parentless tip.
+    writer = GitState(seed, "origin", "firewall-state", env=ENV)
+    writer.push(run_rows(evals, now + step, rng))
+    git(origin, "gc", "--quiet", "--prune=now")
     return origin
 
 
@@ -168,13 +182,18 @@ from pathlib import Path
 from firewall.store.gitstate import GitState
 from firewall.store.history import LocalHistory
 from firewall.store.shared import SharedHistory
+from firewall.report.status import read_trends
 clone, branch, evals = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 started = time.perf_counter()
 shared = SharedHistory(LocalHistory(clone / "history.jsonl"),
                        GitState(clone, "origin", branch), writes=lambda: False, notice=print)
 now = dt.datetime(2026, 12, 1, 23, tzinfo=dt.timezone.utc)
 ids = {f"suite/eval-{i:04d}" for i in range(evals)}
-trend = shared.recent(ids, since=now - dt.timedelta(days=14))
+trend = read_trends(shared, ids, at=now)  # a publishing run's summary
+# a pull request's comment: each eval's latest status on the default branch
+shared.recent(ids, since=now - dt.timedelta(days=30), last=1, ref="refs/heads/main")
+# `firewall status`: the quarantine's trends (50 evals) and the last run
+shared.recent(set(sorted(ids)[:50]), since=now - dt.timedelta(days=14))
 last = shared.last_run()
 shared.progress()
 # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, the benchmark's own peak with it.
@@ -199,35 +218,60 @@ def command_cost(root: Path, origin: Path, branch: str, evals: int, n: int) -> d
     return {"trend_rows": float(out[-4]), "seconds": seconds, "rss": float(out[-1])}
 
 
+def clone_bytes(root: Path, origin: Path, name: str) -> int:
+    """What a plain full clone of the repository fetches: every branch, all their history."""
+    clone = root / name
+    git(root, "clone", "--quiet", "--mirror", f"file://{origin}", str(clone))
+    return pack_bytes(clone)
+
+
 def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
-    """A CI command's reads on a year of state against the same reads with no state."""
+    """A CI command's reads on a year of state against the same reads with no state, and
+    what the state adds to a full clone after a month and after a year."""
     with tempfile.TemporaryDirectory(prefix="firewall-state-bench-") as scratch:
         root = Path(scratch)
         started = time.perf_counter()
-        origin = build_origin(root, evals, runs_per_day, history=False)
+        origin = build_origin(root, evals, runs_per_day)
+        month = build_origin(root, evals, runs_per_day, days=30, name="month.git")
         print(
-            f"built a year of state ({evals} evals, {runs_per_day} runs a day) "
+            f"built a month and a year of state ({evals} evals, {runs_per_day} runs a day) "
             f"in {time.perf_counter() - started:.0f} s"
         )
-        with_state = sorted(
-            (command_cost(root, origin, "firewall-state", evals, n) for n in range(repetitions)),
-            key=lambda r: r["seconds"],
-        )[repetitions // 2]
-        without = sorted(
-            (command_cost(root, origin, "no-such-branch", evals, n) for n in range(repetitions)),
-            key=lambda r: r["seconds"],
-        )[repetitions // 2]
-        tip_mb = pack_bytes_of(origin, "firewall-state") / 1e6
+        pairs = []
+        for n in range(repetitions):  # with and without state back to back, each repetition
+            pairs.append(
+                (
+                    command_cost(root, origin, "firewall-state", evals, n),
+                    command_cost(root, origin, "no-such-branch", evals, n),
+                )
+            )
+        time_ratio = statistics.median(w["seconds"] / wo["seconds"] for w, wo in pairs)
+        rss_ratio = statistics.median(w["rss"] / wo["rss"] for w, wo in pairs)
+        with_state = sorted((w for w, _ in pairs), key=lambda r: r["seconds"])[repetitions // 2]
+        without = sorted((wo for _, wo in pairs), key=lambda r: r["seconds"])[repetitions // 2]
+        tip_year = pack_bytes_of(origin, "firewall-state") / 1e6
+        tip_month = pack_bytes_of(month, "firewall-state") / 1e6
+        main_only = pack_bytes_of(origin, "main") / 1e6
+        clone_year = clone_bytes(root, origin, "full-year") / 1e6
+        clone_month = clone_bytes(root, month, "full-month") / 1e6
+        commits = git(origin, "rev-list", "--count", "firewall-state")
+    per_month = (tip_year - tip_month) / 11
     print(
         "\n| a CI command's reads | with a year of state | without state | ratio |\n"
         "|---|---:|---:|---:|\n"
         f"| time (a process: start-up, imports, the reads) | {with_state['seconds']:.2f} s | "
-        f"{without['seconds']:.2f} s | "
-        f"{with_state['seconds'] / without['seconds']:.2f}x |\n"
-        f"| peak memory | {with_state['rss'] / 1e6:.0f} MB | {without['rss'] / 1e6:.0f} MB | "
-        f"{with_state['rss'] / without['rss']:.2f}x |\n"
-        f"| rows of the 14-day trend read | {with_state['trend_rows']:,.0f} | 0 | |\n"
-        f"| the tip, packed (what a full clone adds) | {tip_mb:.1f} MB | | |\n"
+        f"{without['seconds']:.2f} s | {time_ratio:.2f}x |\n"
+        f"| peak memory (VmHWM) | {with_state['rss'] / 1e6:.0f} MB | "
+        f"{without['rss'] / 1e6:.0f} MB | {rss_ratio:.2f}x |\n"
+        f"| points of the summary's trends read | {with_state['trend_rows']:,.0f} | 0 | |\n"
+        "\n| what the state branch adds to a full clone | after a month | after a year |\n"
+        "|---|---:|---:|\n"
+        f"| the state branch's tip, packed | {tip_month:.1f} MB | {tip_year:.1f} MB |\n"
+        f"| a full `git clone` (all branches, all history) | {clone_month:.1f} MB | "
+        f"{clone_year:.1f} MB |\n"
+        f"| commits on the state branch | 1 | {commits} |\n"
+        f"| growth: per month {per_month:.2f} MB, per year {per_month * 12:.1f} MB "
+        f"(the default branch alone packs to {main_only:.3f} MB) | | |\n"
         f"\nmedian of {repetitions}; command: python benchmarks/state.py --evals {evals} "
         f"--runs-per-day {runs_per_day} --repetitions {repetitions}"
     )

@@ -24,14 +24,20 @@ DEFAULT_MAX_K = 15
 
 TREND_DAYS = 14
 """The window of every trend: the job summary's, `firewall status`'s and the HTML
-report's charts. Two weeks, because that is what the state branch keeps whole
-(``RAW_DAYS``): a trend of runs, not of weekly roll-ups."""
+report's charts."""
+
+TREND_POINTS = 14
+"""A sparkline's width: the runs of each eval the job summary's trend reads."""
 
 TREND_RUNS = 30
 """The most runs an HTML trend chart draws."""
 
-RAW_DAYS = TREND_DAYS
-"""The state branch keeps runs this recent whole and rolls older ones up by week."""
+RECENT_RUNS = 30
+"""The state branch keeps each eval's newest runs whole (``recent.jsonl``) and rolls
+older ones up by week. Thirty covers every reader that needs runs, not weeks: a
+sparkline (``TREND_POINTS``), an HTML trend (``TREND_RUNS``) and the regression
+baseline (``BASELINE_RUNS``); a count, so the tip grows with the evals, not with
+how often CI runs."""
 
 BASELINE_WINDOW = dt.timedelta(days=30)
 """How far back the default branch's runs are read for a comparison (the regression

@@ -234,7 +234,11 @@ def _comment_on_pull_request(ctx: Context, result: RunResult, *, issues: bool) -
 
     default = ctx.checkout.default_branch
     ids = {report.id for report in result.artefact.evals}
-    rows = ctx.history.recent(ids, since=ctx.clock() - BASELINE_WINDOW) if default else []
+    since = ctx.clock() - BASELINE_WINDOW
+    # The latest status is all it needs of each eval: a row each, not a month of runs.
+    rows = (
+        ctx.history.recent(ids, since=since, last=1, ref=f"refs/heads/{default}") if default else []
+    )
     return publish_comment(
         result.artefact,
         pull=ctx.checkout.pull_request,

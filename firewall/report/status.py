@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterable
 
 from pydantic import BaseModel
 
-from firewall.constants import TREND_DAYS
+from firewall.constants import TREND_DAYS, TREND_POINTS
 from firewall.lifecycle import Entry
 from firewall.store.history import HistoryRow, HistoryStore
 from firewall.text import columns, fmt, number, sparkline
@@ -170,8 +170,10 @@ def issue_url(number: int | None) -> str | None:
 def read_trends(
     history: HistoryStore, ids: Collection[str], *, at: dt.datetime, days: int = TREND_DAYS
 ) -> dict[str, str]:
-    """``trends`` of these evals, reading only the window's rows of the history."""
-    return trends(history.recent(ids, since=at - dt.timedelta(days=days)), ids, at=at, days=days)
+    """``trends`` of these evals, reading only what a sparkline draws: each eval's newest
+    ``TREND_POINTS`` rows of the window."""
+    since = at - dt.timedelta(days=days)
+    return trends(history.recent(ids, since=since, last=TREND_POINTS), ids, at=at, days=days)
 
 
 def trends(
@@ -184,7 +186,9 @@ def trends(
         trend = series.get(row.eval_id)
         if trend is not None and row.build_ts >= window_start:
             trend.append(row.median)
-    return {eval_id: sparkline(values) for eval_id, values in series.items() if values}
+    return {
+        eval_id: sparkline(values, TREND_POINTS) for eval_id, values in series.items() if values
+    }
 
 
 def render_status(view: StatusView) -> str:

@@ -7,16 +7,18 @@ It writes the branch itself, with git's plumbing and the job's own git
 credentials, so that GitHub, GitLab, Jenkins and a laptop behave alike; no
 workflow step is needed and the work tree is never touched.
 
-The branch holds one file per run, so that concurrent jobs never edit the
-same file: a push that loses the race is rebuilt on the new tip and pushed
-again. Runs older than two weeks are rolled up, one row per eval per week,
-so that what a job fetches stays small as the repository ages; a roll-up
-commits the new tip without a parent, so that the branch's history (what a
-plain ``git clone`` fetches) is never more than the pushes since the last
-roll-up. Readers take the branch's tip only (``git fetch --depth 1``), and of
-it only the files of the window they ask for. The files' formats are
-``firewall.store.statefiles``'s; ``firewall.store.shared`` joins the branch
-with the local history file.
+The tip holds what CI commands read, and no more: ``recent.jsonl``, each
+eval's newest ``RECENT_RUNS`` runs (one line per eval); the newest run's own
+file (`firewall status`'s last run); and older runs rolled up, one row per
+eval per week, for calibration and long trends. So a CI command's read costs
+the same in a repository's first week as in its fifth year, and the tip grows
+only by a rollup week a week. Each push folds its run in and commits the new
+tip without a parent, so that the branch's history (what a plain ``git clone``
+fetches) is its tip. A push that loses the race is rebuilt on the new tip and
+pushed again, so concurrent jobs keep every row. Readers take the branch's tip
+only (``git fetch --depth 1``), and of it only the files they need. The files'
+formats are ``firewall.store.statefiles``'s; ``firewall.store.shared`` joins the
+branch with the local history file.
 """
 
 from __future__ import annotations
@@ -33,31 +35,37 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from firewall.constants import RAW_DAYS
+from firewall.constants import RECENT_RUNS
 from firewall.store.git import IDENTITY, Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow
 from firewall.store.statefiles import (
+    RECENT,
+    fold_recent,
     parse_file,
     parse_rollup,
+    recent_rows,
+    recent_run_ids,
     render_rollup,
     roll_up,
     run_file,
     week_of,
 )
-from firewall.timeutil import to_text
 
 STATE_REF = "refs/firewall/state"  # where the fetched tip is kept in the local repository
 PUSH_WINDOW_S = 60.0  # a push that keeps losing races retries this long, not a fixed count
+# Run files of an older firewall (which kept two weeks of them) folded in by one push: a
+# big branch is taken over in a few pushes, none of which holds it all in memory.
+MIGRATE_FILES = 30
 
 
 @dataclasses.dataclass
 class GitState:
     """The state branch of one remote, fetched at most once per command.
 
-    A reader takes only the files its window needs: run files are dated by their path
-    and rollups by their week, so the tree's listing says which to read, and a year of
-    state costs a trend window what two weeks cost. A file is parsed once per command,
-    whatever the number of reads, and a push reads no rows at all.
+    A reader takes ``recent.jsonl`` (its other evals' lines unparsed) and, only where that
+    cannot answer, the rollup weeks its window reaches into: a year of state costs a CI
+    command what a week costs. A file is read once per command, whatever the number of
+    reads; a push reads the recent file and the rollup weeks its fold changes.
     """
 
     cwd: Path
@@ -69,29 +77,71 @@ class GitState:
     _fetched: bool = dataclasses.field(default=False, repr=False)
     _parsed: dict[str, list[HistoryRow]] = dataclasses.field(default_factory=dict, repr=False)
     _skipped: list[str] = dataclasses.field(default_factory=list, repr=False)
+    _recent: tuple[str, str] | None = dataclasses.field(default=None, repr=False)
 
     def describe(self) -> str:
         return f"{self.remote}/{self.branch}"
 
     def rows(
-        self, since: str | None = None, eval_ids: Collection[str] | None = None
+        self,
+        since: str | None = None,
+        eval_ids: Collection[str] | None = None,
+        *,
+        last: int | None = None,
+        ref: str | None = None,
     ) -> list[HistoryRow]:
-        """The tip's rows built at ``since`` or later (all of them without), oldest first,
-        reading only the run files dated in the window and the weeks that reach into it;
-        with ``eval_ids``, only those evals' rows."""
+        """The tip's rows built at ``since`` or later (all of them without), oldest first;
+        with ``eval_ids``, only those evals'; with ``ref``, only runs on that git ref; with
+        ``last``, only each eval's newest ``last``.
+
+        ``recent.jsonl`` holds each eval's newest runs; rollup weeks are read only when it
+        cannot answer (no ``last``, or an eval with fewer rows there), and only those that
+        reach into the window. Run files it already holds are not read again.
+        """
         tip = self.tip()
         if tip is None:
             return []
         day = since[:10] if since else ""
-        wanted = [
+        listing = [
             (blob, name) for blob, name in self._listing(tip) if (_file_day(name) or "") >= day
         ]
-        rows = [
-            row
-            for row in self._rows_of(wanted)
-            if (since is None or row.build_ts >= since)
-            and (eval_ids is None or row.eval_id in eval_ids)
+        text = self._recent_text(tip)
+        known = recent_run_ids(text)
+        skipped: list[str] = []
+        found = recent_rows(
+            text, eval_ids=eval_ids, since=since, ref=ref, last=last, skipped=skipped.append
+        )
+        self._said_of(RECENT, skipped)
+        by_eval: dict[str, list[HistoryRow]] = defaultdict(list)
+        for eval_id, rows in found.items():
+            by_eval[eval_id].extend(rows)
+        older = [
+            (blob, name)
+            for blob, name in listing
+            if name.startswith("runs/") and _run_id(name) not in known
         ]
+        for row in self._rows_of(older):
+            by_eval[row.eval_id].append(row)
+        wanted = set(by_eval if eval_ids is None else eval_ids)
+        short = wanted if last is None else {e for e in wanted if len(by_eval.get(e, ())) < last}
+        if short:
+            weeks = [(blob, name) for blob, name in listing if name.startswith("rollup/")]
+            for row in self._rows_of(weeks):
+                if eval_ids is None or row.eval_id in short:
+                    by_eval[row.eval_id].append(row)
+        rows = []
+        for eval_id, kept in by_eval.items():
+            chosen = sorted(
+                (
+                    row
+                    for row in kept
+                    if (since is None or row.build_ts >= since)
+                    and (ref is None or row.git_ref == ref)
+                    and (eval_ids is None or eval_id in eval_ids)
+                ),
+                key=lambda row: row.build_ts,
+            )
+            rows += chosen[-last:] if last is not None else chosen
         return sorted(rows, key=lambda row: row.build_ts)
 
     def last_run(self) -> list[HistoryRow]:
@@ -121,25 +171,24 @@ class GitState:
         *,
         files: Mapping[str, str] | None = None,
         updates: Mapping[str, Callable[[str | None], str]] | None = None,
-        keep_days: int | None = RAW_DAYS,
+        keep_runs: int = RECENT_RUNS,
     ) -> None:
-        """Add one run's rows as a file of its own, replace ``files``, change ``updates``
-        (each given the tip's text of its file), roll up old runs, push.
+        """Fold one run's rows into the tip (each eval keeps its newest ``keep_runs`` in
+        ``recent.jsonl``; older ones go to their week's rollup; the run's file replaces the
+        newest run's), replace ``files``, change ``updates`` (each given the tip's text of its
+        file), push a parentless commit in place of the tip.
 
         A push that loses a race with another job is rebuilt on the new tip and tried
         again, with a growing, jittered pause, for up to ``PUSH_WINDOW_S``: a count of
         tries is soon spent when many jobs push at once (a sharded matrix), and a
-        window is what a job can afford. Run files never collide, a replaced file is the
-        writer's whole new version, and an update is applied again to the new tip's
-        text, so that two jobs changing different evals of one file both keep theirs.
+        window is what a job can afford. The fold and every update are done again on the
+        new tip, so that two jobs of one matrix both keep their rows, and two jobs changing
+        different evals of one file both keep theirs.
         Raises ``StateError`` when it cannot push, saying whether the remote refused
         it (a protected branch, a hook, a read-only token) or the race was lost.
         """
-        fixed = dict(files or {})
-        if rows:
-            path, text = run_file(rows)
-            fixed[path] = text
-        if not fixed and not updates:
+        fixed: dict[str, str | None] = dict(files or {})
+        if not rows and not fixed and not updates:
             return
         self.tip()
         names = [*fixed, *(updates or {})]
@@ -155,30 +204,27 @@ class GitState:
             changes = dict(fixed)
             for name, update in (updates or {}).items():
                 changes[name] = update(self._text(self._tip, name))
-            cutoff = _cutoff(rows, keep_days) if rows else None
-            tree, rolled = self._tree(self._tip, changes, rollup_before=cutoff)
-            # A roll-up starts the branch anew: a parentless commit, so that the branch's
-            # history is never deeper than the pushes since the last roll-up (a day's), and
-            # a full clone fetches the tip, not a year of superseded run files. It replaces
-            # the tip only if the tip is still the one it was built on (the lease); a racing
-            # writer sees a non-fast-forward and rebuilds on it, as after any lost race.
-            parent = self._tip if self._tip and not rolled else None
+            if rows:
+                changes.update(self._folded(self._tip, rows, keep_runs))
+            # Every push starts the branch anew: a parentless commit, so that the branch's
+            # history is its tip, and a full clone fetches what a shallow one does, not a
+            # year of superseded files. It replaces the tip only if the tip is still the one
+            # it was built on (the lease); a racing writer sees a stale lease or a
+            # non-fast-forward and rebuilds on the new tip, as after any lost race.
             commit = self._git(
                 "commit-tree",
-                tree,
-                *(("-p", parent) if parent else ()),
+                self._tree(self._tip, changes),
                 "-m",
-                f"firewall: {what}" + (" (rolled up: the branch starts anew)" if rolled else ""),
+                f"firewall: {what}",
                 extra_env=IDENTITY,
             )
             ref = f"refs/heads/{self.branch}"
-            lease = (f"--force-with-lease={ref}:{self._tip}",) if rolled else ()
             pushed = self._run(
                 "push",
                 "--quiet",
-                *lease,
+                f"--force-with-lease={ref}:{self._tip or ''}",
                 self.remote,
-                f"{'+' if rolled else ''}{commit}:{ref}",
+                f"{commit}:{ref}",
                 extra_env=self._auth,
             )
             if pushed.returncode == 0:
@@ -234,12 +280,19 @@ class GitState:
                 skipped: list[str] = []
                 parse = parse_file if name.startswith("runs/") else parse_rollup
                 self._parsed[blob] = list(parse(text, skipped=skipped.append))
-                if skipped:
-                    self._skip(
-                        f"{name}: {skipped[0]}"
-                        + (f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else "")
-                    )
+                self._said_of(name, skipped)
         return [row for blob, _ in files for row in self._parsed[blob]]
+
+    def _recent_text(self, tip: str) -> str:
+        """The tip's ``recent.jsonl``, read once per command ("" when there is none)."""
+        if self._recent is None or self._recent[0] != tip:
+            self._recent = (tip, self._text(tip, RECENT) or "")
+        return self._recent[1]
+
+    def _said_of(self, name: str, skipped: Sequence[str]) -> None:
+        if skipped:
+            more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+            self._skip(f"{name}: {skipped[0]}{more}")
 
     def _skip(self, what: str) -> None:
         if self.notice is not None and not self._skipped:
@@ -269,20 +322,47 @@ class GitState:
 
     # --- writing ---------------------------------------------------------------------
 
-    def _tree(
-        self, tip: str | None, files: Mapping[str, str], *, rollup_before: str | None
-    ) -> tuple[str, bool]:
-        """The tip's tree with ``files`` added and, before ``rollup_before``, runs rolled up;
-        and whether any were."""
+    def _folded(
+        self, tip: str | None, rows: Sequence[HistoryRow], keep: int
+    ) -> dict[str, str | None]:
+        """The files a run's rows change: ``recent.jsonl``, the rollup weeks of the rows
+        that fall out of it, and ``runs/`` (the newest run's file alone).
+
+        Run files ``recent.jsonl`` does not hold yet (an older firewall kept two weeks of
+        them) are folded in too, ``MIGRATE_FILES`` a push, the newest first.
+        """
+        runs = [name for _, name in self._listing(tip) if name.startswith("runs/")]
+        recent = self._text(tip, RECENT)
+        known = recent_run_ids(recent or "")
+        news = sorted((n for n in runs if _run_id(n) not in known), reverse=True)
+        news = news[:MIGRATE_FILES]
+        texts = self._blobs(tip, news) if tip is not None else []
+        earlier = [row for text in texts for row in parse_file(text)]
+        path, text = run_file(rows)
+        newest = max([*runs, path])
+        changes: dict[str, str | None] = {
+            name: None
+            for name in runs
+            if name != newest and (name in news or _run_id(name) in known)
+        }
+        if newest == path:
+            changes[path] = text
+        changes[RECENT], fallen = fold_recent(recent, [*earlier, *rows], keep=keep)
+        by_week: dict[str, list[HistoryRow]] = defaultdict(list)
+        for row in fallen:
+            by_week[week_of(row.build_ts)].append(row)
+        for week, old in by_week.items():
+            name = f"rollup/{week}.jsonl"
+            previous = list(parse_rollup(self._text(tip, name) or ""))
+            changes[name] = render_rollup(week, [*previous, *roll_up(old)])
+        return changes
+
+    def _tree(self, tip: str | None, changes: Mapping[str, str | None]) -> str:
+        """The tip's tree with ``changes`` made: a file's new text, or None to remove it."""
         with tempfile.TemporaryDirectory(prefix="firewall-state-") as scratch:
             index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             if tip is not None:
                 self._git("read-tree", tip, extra_env=index)
-            changes: dict[str, str | None] = dict(files)
-            rolled = {}
-            if rollup_before is not None and tip is not None:
-                rolled = self._rollup(tip, rollup_before)
-                changes.update(rolled)
             for path, text in changes.items():
                 if text is None:
                     self._git("update-index", "--force-remove", path, extra_env=index)
@@ -291,25 +371,7 @@ class GitState:
                 self._git(
                     "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index
                 )
-            return self._git("write-tree", extra_env=index), bool(rolled)
-
-    def _rollup(self, tip: str, before: str) -> dict[str, str | None]:
-        """Run files older than ``before`` folded into their week's rollup file."""
-        names = self._git("ls-tree", "-r", "--name-only", tip, "--", "runs/").splitlines()
-        old = [n for n in names if (day := _run_day(n)) is not None and day < before[:10]]
-        if not old:
-            return {}
-        by_week: dict[str, list[HistoryRow]] = defaultdict(list)
-        for text in self._blobs(tip, old):
-            for row in parse_file(text):
-                by_week[week_of(row.build_ts)].append(row)
-        changes: dict[str, str | None] = dict.fromkeys(old)
-        for week, rows in by_week.items():
-            name = f"rollup/{week}.jsonl"
-            existing = self._blobs(tip, [name]) if self._exists(tip, name) else [""]
-            previous = list(parse_rollup(existing[0]))
-            changes[name] = render_rollup(week, [*previous, *roll_up(rows)])
-        return changes
+            return self._git("write-tree", extra_env=index)
 
     def _text(self, tip: str | None, name: str) -> str | None:
         if tip is None or not self._exists(tip, name):
@@ -336,18 +398,16 @@ class GitState:
         return self._g.out(*args, stdin=stdin, extra_env=extra_env)
 
 
-def _cutoff(rows: Sequence[HistoryRow], keep_days: int | None) -> str | None:
-    if keep_days is None:
-        return None
-    newest = dt.datetime.fromisoformat(rows[0].build_ts.replace("Z", "+00:00"))
-    return to_text(newest - dt.timedelta(days=keep_days))
-
-
 def _run_day(name: str) -> str | None:
     parts = name.split("/")
     if len(parts) != 5 or parts[0] != "runs":
         return None
     return f"{parts[1]}-{parts[2]}-{parts[3]}"
+
+
+def _run_id(name: str) -> str:
+    """The run a run file is of: its name ends ``-<run id>.jsonl``."""
+    return name.rsplit("/", 1)[-1].removesuffix(".jsonl").partition("-")[2]
 
 
 def _file_day(name: str) -> str | None:

@@ -127,10 +127,17 @@ class HistoryStore(Protocol):
         """Rows in the order they were written; with ``eval_ids``, only those evals'."""
 
     def recent(
-        self, eval_ids: Collection[str] | None = None, *, since: dt.datetime
+        self,
+        eval_ids: Collection[str] | None = None,
+        *,
+        since: dt.datetime,
+        last: int | None = None,
+        ref: str | None = None,
     ) -> list[HistoryRow]:
         """The rows built at ``since`` or later, as ``scan`` orders them, at the cost of
-        those rows only: however old the history, a trend window reads the window."""
+        those rows only: however old the history, a trend window reads the window. With
+        ``ref``, only rows of runs on that git ref; with ``last``, only each eval's newest
+        ``last`` of them (a sparkline's points, a baseline's runs)."""
 
     def last_run(self) -> list[HistoryRow]:
         """The rows of the most recent run."""
@@ -289,9 +296,16 @@ class LocalHistory:
         self._skipped(skipped)
 
     def recent(
-        self, eval_ids: Collection[str] | None = None, *, since: dt.datetime, chunk: int = 1 << 18
+        self,
+        eval_ids: Collection[str] | None = None,
+        *,
+        since: dt.datetime,
+        last: int | None = None,
+        ref: str | None = None,
+        chunk: int = 1 << 18,
     ) -> list[HistoryRow]:
-        """Rows built at ``since`` or later, in file order, read backwards from the end.
+        """Rows built at ``since`` or later, in file order, read backwards from the end;
+        with ``ref`` and ``last`` as ``HistoryStore.recent`` says.
 
         Runs append their rows when they finish, so the file is in time order give or
         take the length of a run: the read stops at a row older than ``since`` by
@@ -322,7 +336,10 @@ class LocalHistory:
                 if _begins_before(lines, stop):
                     break
         self._skipped(skipped)
-        return [row for rows in reversed(blocks) for row in rows]
+        found = [row for rows in reversed(blocks) for row in rows]
+        if ref is not None:
+            found = [row for row in found if row.git_ref == ref]
+        return found if last is None else _newest(found, last)
 
     def last_run(self, chunk: int = 1 << 18) -> list[HistoryRow]:
         """The rows of the most recent run, read from the end of the file.
@@ -383,6 +400,17 @@ MAX_LINE_BYTES = 1 << 20
 # How long after its start a run may append its rows: a row built this long before a
 # window began ends the backward read (every row before it was appended before it).
 APPEND_LAG = dt.timedelta(days=1)
+
+
+def _newest(rows: Sequence[HistoryRow], last: int) -> list[HistoryRow]:
+    """Each eval's last ``last`` rows of ``rows``, in their order."""
+    seen: dict[str, int] = {}
+    kept = []
+    for row in reversed(rows):
+        if seen.get(row.eval_id, 0) < last:
+            seen[row.eval_id] = seen.get(row.eval_id, 0) + 1
+            kept.append(row)
+    return kept[::-1]
 
 
 def _blocks_backwards(handle: BinaryIO, chunk: int) -> Iterator[list[bytes | None]]:

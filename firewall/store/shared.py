@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TypeVar
 
-from firewall.constants import RAW_DAYS
+from firewall.constants import RECENT_RUNS
 from firewall.lifecycle import Candidate, Progress
 from firewall.store.git import StateError
 from firewall.store.gitstate import GitState
@@ -33,7 +33,7 @@ class SharedHistory:
     state: GitState
     writes: Callable[[], bool]
     notice: Callable[[str], None]
-    keep_days: int | None = RAW_DAYS  # runs older than this are rolled up when writing
+    keep_runs: int = RECENT_RUNS  # each eval's newest runs kept whole; older ones rolled up
     _unreachable: bool = dataclasses.field(default=False, repr=False)
     _said: set[str] = dataclasses.field(default_factory=set, repr=False)
 
@@ -49,7 +49,7 @@ class SharedHistory:
         if not rows or self._unreachable or not self.writes():
             return
         try:
-            self.state.push(rows, keep_days=self.keep_days)
+            self.state.push(rows, keep_runs=self.keep_runs)
         except StateError as exc:
             self._give_up(f"{exc}; this run's history stays in {self.local.describe()} only")
 
@@ -61,14 +61,22 @@ class SharedHistory:
         yield from self._shared(lambda: self.state.rows(eval_ids=eval_ids)) or ()
 
     def recent(
-        self, eval_ids: Collection[str] | None = None, *, since: dt.datetime
+        self,
+        eval_ids: Collection[str] | None = None,
+        *,
+        since: dt.datetime,
+        last: int | None = None,
+        ref: str | None = None,
     ) -> list[HistoryRow]:
-        """The window's rows: only the branch's files dated in the window are read (runs by
-        their path's day, rollups by their week), so a year of state costs what the window
-        holds."""
+        """The window's rows (``HistoryStore.recent``): from the branch's recent file, and the
+        rollup weeks of the window only where it cannot answer, so a year of state costs
+        what a week does."""
         if not self._on_branch():
-            return self.local.recent(eval_ids, since=since)
-        return self._shared(lambda: self.state.rows(since=to_text(since), eval_ids=eval_ids)) or []
+            return self.local.recent(eval_ids, since=since, last=last, ref=ref)
+        return (
+            self._shared(lambda: self.state.rows(to_text(since), eval_ids, last=last, ref=ref))
+            or []
+        )
 
     def last_run(self) -> list[HistoryRow]:
         """The newest run file's rows."""

@@ -1,11 +1,16 @@
-"""The files on the state branch: one per run, and weekly rollups of older runs.
+"""The files on the state branch: each eval's newest runs, the newest run, weekly rollups.
 
-    runs/2026/12/01/090512Z-3f2a9c1b7d4e.jsonl   one run: a header line, then a row per eval
+    recent.jsonl                                   each eval's newest runs, one line per eval
+    runs/2026/12/01/090512Z-3f2a9c1b7d4e.jsonl   the newest run: a header, then a row per eval
     rollup/2026-W44.jsonl                          one row per eval for an older week
 
 Each line of a run file is a history row without the fields its header
 already says (run id, mode, time, commit, ref), without empty ones, and with
-its numbers to four decimals.
+its numbers to four decimals. ``recent.jsonl`` says each run's fields once, in
+its header (``runs``: run id to mode, time, commit, ref), and gives each eval
+one line whose fields are columns, one value per run, oldest first: what
+every CI command reads (trends, baselines, the comment's statuses) is there,
+and a reader that wants a few evals skips the other lines unparsed.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ import datetime as dt
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
+from firewall.constants import RECENT_RUNS
 from firewall.store.history import HistoryRow
 
 FORMAT_VERSION = 1
@@ -42,7 +48,12 @@ def run_file(rows: Sequence[HistoryRow]) -> tuple[str, str]:
 
 
 def _compact(row: HistoryRow, *, leave_out: Sequence[str] = ()) -> str:
-    """A row as one short line: no empty fields, numbers to 4 decimals.
+    """A row as one short line: no empty fields, numbers to 4 decimals."""
+    return json.dumps(_short(row, leave_out=leave_out), separators=(",", ":"), ensure_ascii=False)
+
+
+def _short(row: HistoryRow, *, leave_out: Sequence[str] = ()) -> dict[str, object]:
+    """A row's fields as a run file keeps them: no empty ones, numbers to 4 decimals.
 
     Four decimals are finer than any decision looks (a threshold, an IQR limit, a
     drop of 0.01), and random trailing digits are what compresses worst: at a
@@ -55,7 +66,7 @@ def _compact(row: HistoryRow, *, leave_out: Sequence[str] = ()) -> str:
     }
     if row.drift:
         document["drift"] = {k: round(v, DECIMALS) for k, v in row.drift.items()}
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    return document
 
 
 def parse_file(text: str, skipped: Callable[[str], None] | None = None) -> Iterator[HistoryRow]:
@@ -196,3 +207,196 @@ def _merge(earlier: HistoryRow, later: HistoryRow) -> HistoryRow:
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.fmean(present) if present else None
+
+
+# --- recent.jsonl: each eval's newest runs -------------------------------------------
+
+RECENT = "recent.jsonl"
+# Each eval's newest runs kept whole: the most any CI reader asks for (the HTML report's
+# 30-run trend; the regression baseline's 20; the summary's 14-point sparkline).
+_HEADER_FIELDS = ("mode", "build_ts", "git_sha", "git_ref")  # a run's, said once
+_COLUMNS = (
+    "run_id",
+    "status",
+    "k",
+    "median",
+    "iqr",
+    "mean",
+    "sd",
+    "n",
+    "pass_rate",
+    "drift",
+    "model_ids",
+    "prompt_versions",
+)
+
+
+def recent_rows(
+    text: str,
+    *,
+    eval_ids: Collection[str] | None = None,
+    since: str | None = None,
+    ref: str | None = None,
+    last: int | None = None,
+    skipped: Callable[[str], None] | None = None,
+) -> dict[str, list[HistoryRow]]:
+    """Each wanted eval's rows of ``recent.jsonl``, oldest first: built at ``since`` or
+    later, of runs on ``ref``, the newest ``last`` of them. The lines of other evals are
+    passed over by their first bytes, unparsed; what cannot be read is skipped and said."""
+    lines = text.splitlines()
+    runs = _runs_of(lines[0] if lines else "", skipped)
+    wanted = None if eval_ids is None else set(eval_ids)
+    strings: dict[str, str] = {}  # one object per status: a year of rows holds four
+    found: dict[str, list[HistoryRow]] = {}
+    for line in lines[1:]:
+        if wanted is not None and (named := _line_eval(line)) is not None and named not in wanted:
+            continue
+        data = _document(line, skipped)
+        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
+            continue
+        if wanted is not None and eval_id not in wanted:
+            continue
+        rows: list[HistoryRow] = []
+        for document in _entries_newest_first(data):
+            run = runs.get(str(document.get("run_id", "")))
+            if run is None:
+                continue
+            if since is not None and run.get("build_ts", "") < since:
+                break
+            if ref is not None and run.get("git_ref") != ref:
+                continue
+            if isinstance(status := document.get("status"), str):
+                document["status"] = strings.setdefault(status, status)
+            row = _row({**document, **run, "eval_id": eval_id}, skipped)
+            if row is not None:
+                rows.append(row)
+                if last is not None and len(rows) >= last:
+                    break
+        found.setdefault(eval_id, rows[::-1])
+    return found
+
+
+def recent_run_ids(text: str) -> set[str]:
+    """The runs ``recent.jsonl`` holds rows of: a run file of one of them is no news."""
+    lines = text.split("\n", 1)
+    return set(_runs_of(lines[0], None))
+
+
+def fold_recent(
+    text: str | None, rows: Iterable[HistoryRow], *, keep: int = RECENT_RUNS
+) -> tuple[str, list[HistoryRow]]:
+    """``recent.jsonl`` with ``rows`` added, and the rows that fall out of it: each eval
+    keeps its newest ``keep`` runs. Lines of evals without new rows are kept as they are,
+    unparsed but for the runs they name; a line that cannot be read is dropped (its
+    reader said so)."""
+    lines = (text or "").splitlines()
+    runs = _runs_of(lines[0] if lines else "", None)
+    new: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        document = _short(row)
+        runs[row.run_id] = {f: document[f] for f in _HEADER_FIELDS if f in document}
+        new[row.eval_id].append({c: document[c] for c in _COLUMNS if c in document})
+    kept: dict[str, str] = {}
+    named: set[str] = set()
+    fallen: list[HistoryRow] = []
+    for line in lines[1:]:
+        data = _document(line, None)
+        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
+            continue
+        if eval_id in kept:
+            continue
+        if eval_id not in new:
+            kept[eval_id] = line
+            named.update(d["run_id"] for d in _entries(data))
+            continue
+        kept[eval_id], out = _fold(eval_id, _entries(data) + new.pop(eval_id), runs, keep)
+        named.update(d["run_id"] for d in _entries(json.loads(kept[eval_id])))
+        fallen += out
+    for eval_id, entries in new.items():
+        kept[eval_id], out = _fold(eval_id, entries, runs, keep)
+        named.update(d["run_id"] for d in _entries(json.loads(kept[eval_id])))
+        fallen += out
+    header = {
+        "schema_version": FORMAT_VERSION,
+        "runs": {run_id: runs[run_id] for run_id in sorted(named) if run_id in runs},
+    }
+    body = [kept[eval_id] for eval_id in sorted(kept)]
+    return "\n".join([json.dumps(header, separators=(",", ":")), *body]) + "\n", fallen
+
+
+def _fold(
+    eval_id: str, entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], keep: int
+) -> tuple[str, list[HistoryRow]]:
+    """One eval's line from its runs' entries (one per run, the newest kept), and the rows
+    of the runs that fell out, oldest first."""
+    by_run = {e["run_id"]: e for e in entries if e.get("run_id") in runs}
+    ordered = sorted(by_run.values(), key=lambda e: (runs[e["run_id"]].get("build_ts", ""),))
+    fallen = [
+        row
+        for entry in ordered[:-keep]
+        if (row := _row({**entry, **runs[entry["run_id"]], "eval_id": eval_id}, None))
+    ]
+    ordered = ordered[-keep:]
+    document: dict[str, object] = {"eval_id": eval_id}
+    for column in _COLUMNS:
+        values = [entry.get(column) for entry in ordered]
+        if any(value not in _EMPTY for value in values):
+            document[column] = values
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False), fallen
+
+
+def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """A line's columns as one entry per run (a value missing or of no run is left out)."""
+    ids = data.get("run_id")
+    if not isinstance(ids, list):
+        return []
+    columns = {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
+    return [
+        {c: values[i] for c, values in columns.items() if values[i] not in _EMPTY}
+        for i, run_id in enumerate(ids)
+        if isinstance(run_id, str)
+    ]
+
+
+def _entries_newest_first(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``_entries`` from the newest, each built only when asked for: a reader of a few
+    points an eval builds a few entries, not thirty."""
+    ids = data.get("run_id")
+    if not isinstance(ids, list):
+        return
+    columns = {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
+    for i in range(len(ids) - 1, -1, -1):
+        if isinstance(ids[i], str):
+            yield {c: values[i] for c, values in columns.items() if values[i] not in _EMPTY}
+
+
+def _runs_of(line: str, skipped: Callable[[str], None] | None) -> dict[str, dict[str, Any]]:
+    header = _document(line, skipped)
+    if header is None or header.get("schema_version") != FORMAT_VERSION:
+        if header is not None:
+            _say(skipped, f"a recent file of format {header.get('schema_version')!r}")
+        return {}
+    runs = header.get("runs")
+    if not isinstance(runs, dict):
+        return {}
+    return {
+        run_id: {f: run[f] for f in _HEADER_FIELDS if isinstance(run.get(f), str)}
+        for run_id, run in runs.items()
+        if isinstance(run, dict)
+    }
+
+
+_LINE_START = '{"eval_id":'
+_STRING = json.JSONDecoder()
+
+
+def _line_eval(line: str) -> str | None:
+    """The eval a line of ``recent.jsonl`` is of, from its first field alone (as ``_fold``
+    writes it); None when it does not begin so (the line is parsed whole then)."""
+    if not line.startswith(_LINE_START):
+        return None
+    try:
+        value, _ = _STRING.raw_decode(line, len(_LINE_START))
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None

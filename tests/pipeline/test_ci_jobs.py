@@ -107,16 +107,21 @@ def origin(tmp_path: Path) -> Path:
 
 
 def runs_on_state_branch(origin: Path) -> list[str]:
+    """The runs the state branch holds rows of (recent.jsonl names each run once)."""
     try:
-        return [f for f in branch_files(origin, "firewall-state") if f.startswith("runs/")]
+        files = branch_files(origin, "firewall-state")
     except AssertionError:  # no such branch yet
         return []
+    if "recent.jsonl" not in files:
+        return []
+    header = git(origin, "show", "firewall-state:recent.jsonl").splitlines()[0]
+    return sorted(json.loads(header)["runs"])
 
 
 def test_history_travels_between_jobs_through_the_origin(origin: Path, tmp_path: Path) -> None:
     first, _ = job(origin, tmp_path / "main-1", "run")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert len(runs_on_state_branch(origin)) == 1
+    assert len(runs_on_state_branch(origin)) == 1, first.stderr
 
     second, _ = job(origin, tmp_path / "main-2", "run")
     assert second.returncode == 0, second.stdout + second.stderr

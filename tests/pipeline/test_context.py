@@ -49,10 +49,16 @@ class CountingHistory(LocalHistory):
         return super().scan(eval_ids)
 
     def recent(
-        self, eval_ids: Collection[str] | None = None, *, since: dt.datetime, chunk: int = 1 << 18
+        self,
+        eval_ids: Collection[str] | None = None,
+        *,
+        since: dt.datetime,
+        last: int | None = None,
+        ref: str | None = None,
+        chunk: int = 1 << 18,
     ) -> list[HistoryRow]:
         self.windows += 1
-        return super().recent(eval_ids, since=since, chunk=chunk)
+        return super().recent(eval_ids, since=since, last=last, ref=ref, chunk=chunk)
 
 
 def test_an_actions_run_reads_the_trend_window_once_for_issues_and_summary(

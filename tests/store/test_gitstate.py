@@ -1,4 +1,4 @@
-"""The history on a branch of a real git remote: one file per run, races retried, rolled up."""
+"""The history on a git remote's branch: each eval's newest runs, races retried, rolled up."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
-from firewall.constants import RAW_DAYS
+from firewall.constants import RECENT_RUNS
 from firewall.store.git import StateError
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.shared import SharedHistory
-from firewall.store.statefiles import parse_file, run_file, week_of
+from firewall.store.statefiles import RECENT, parse_file, run_file, week_of
 from firewall.timeutil import to_text
 
 BRANCH = "firewall-state"
@@ -72,13 +72,13 @@ def test_a_run_file_holds_every_field_of_its_rows() -> None:
     assert text.count('"run_id"') == 1, "run-level fields are said once, in the header"
 
 
-def test_the_first_push_makes_an_orphan_branch_with_one_file_per_run(
+def test_the_first_push_makes_an_orphan_branch_with_the_recent_file_and_the_run(
     origin: Path, tmp_path: Path
 ) -> None:
     state = state_in(origin, tmp_path / "job1")
     assert state.rows() == []
     state.push(rows("r1"))
-    assert branch_files(origin, BRANCH) == ["runs/2026/12/01/090000Z-r1.jsonl"]
+    assert branch_files(origin, BRANCH) == [RECENT, "runs/2026/12/01/090000Z-r1.jsonl"]
     assert git(origin, "rev-list", "--count", BRANCH) == "1"
     assert git(origin, "log", "--format=%P", "-1", BRANCH) == "", "an orphan: no parent"
     # The default branch and the job's work tree are untouched.
@@ -100,38 +100,79 @@ def test_concurrent_jobs_each_land_their_run(origin: Path, tmp_path: Path) -> No
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(push, range(4)))
-    files = branch_files(origin, BRANCH)
-    assert len(files) == 12 and len({f.rsplit("-", 1)[1] for f in files}) == 12
+    runs = [f for f in branch_files(origin, BRANCH) if f.startswith("runs/")]
+    assert runs == ["runs/2026/12/01/090000Z-j0r0.jsonl"], "the newest run's file alone"
     reader = state_in(origin, tmp_path / "reader")
+    assert sorted({r.run_id for r in reader.rows()}) == sorted(
+        f"j{n}r{m}" for n in range(4) for m in range(3)
+    )
     assert len(reader.rows()) == 12 * 3
+    assert len({row.run_id for row in reader.rows()}) == 12
 
 
-def test_old_runs_are_rolled_up_by_week_and_recent_ones_kept(origin: Path, tmp_path: Path) -> None:
+def test_each_evals_newest_runs_are_kept_whole_and_older_ones_rolled_up_by_week(
+    origin: Path, tmp_path: Path
+) -> None:
     state = state_in(origin, tmp_path / "job")
-    days = range(RAW_DAYS + 20, -1, -1)  # one run a day, oldest first, up to today
+    days = range(RECENT_RUNS + 20, -1, -1)  # one run a day, oldest first, up to today
     for day in days:
         state.push(rows(f"d{day}", days_ago=day, median=0.5 + day / 100))
     files = branch_files(origin, BRANCH)
-    raw = [f for f in files if f.startswith("runs/")]
+    assert [f for f in files if f.startswith("runs/")] == ["runs/2026/12/01/090000Z-d0.jsonl"]
     rolled = [f for f in files if f.startswith("rollup/")]
-    assert len(raw) == RAW_DAYS + 1  # today's run back to the cut-off day, kept whole
     assert rolled and all(f.endswith(".jsonl") for f in rolled)
     reader = state_in(origin, tmp_path / "reader")
     kept = reader.rows()
+    whole = [r for r in kept if r.mode == "run"]
+    assert {r.run_id for r in whole} == {f"d{day}" for day in range(RECENT_RUNS)}
+    assert [(r.run_id, r.eval_id, r.median, r.drift) for r in whole] == [
+        (r.run_id, r.eval_id, round(r.median or 0, 4), r.drift)
+        for day in range(RECENT_RUNS - 1, -1, -1)
+        for r in rows(f"d{day}", days_ago=day, median=0.5 + day / 100)
+    ], "every field kept, numbers to four decimals"
     summaries = [r for r in kept if r.mode == "rollup"]
     assert {r.eval_id for r in summaries} == {"e0", "e1", "e2"}
-    # every old run is still counted, once, in its week's rollup
-    assert sum(r.n for r in summaries) == 3 * (len(days) - len(raw))
+    # every older run is still counted, once, in its week's rollup
+    assert sum(r.n for r in summaries) == 3 * (len(days) - RECENT_RUNS)
     # a week's rollup stands for its runs: the mean of their medians, folded night by night
     for summary in summaries:
         week = [
             0.5 + day / 100
             for day in days
-            if day > RAW_DAYS
+            if day >= RECENT_RUNS
             and week_of(to_text(NOW - dt.timedelta(days=day))) == summary.run_id[7:]
         ]
         assert summary.n == len(week)
         assert summary.median == pytest.approx(sum(week) / len(week))
+    # the newest N of each eval, from the recent file alone
+    assert [r.run_id for r in reader.rows(eval_ids={"e1"}, last=2)] == ["d1", "d0"]
+
+
+def test_run_files_of_an_older_firewall_are_folded_in_a_few_at_a_time(
+    origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A branch an older firewall wrote holds two weeks of run files: each push folds some
+    of them into the recent file, and readers see every row once all the while."""
+    from firewall.store import gitstate
+
+    monkeypatch.setattr(gitstate, "MIGRATE_FILES", 2)
+    old = {}
+    for day in range(5, 0, -1):
+        path, text = run_file(rows(f"old{day}", days_ago=day))
+        old[path] = text
+    writer = state_in(origin, tmp_path / "writer")
+    writer.push([], files=old)
+    expected = [r for day in range(5, 0, -1) for r in rows(f"old{day}", days_ago=day)]
+    for n in range(3):
+        writer.push(rows(f"new{n}", days_ago=-n / 100))
+        expected += rows(f"new{n}", days_ago=-n / 100)
+        reader = state_in(origin, tmp_path / f"reader{n}")
+        assert sorted(reader.rows(), key=lambda r: (r.build_ts, r.eval_id)) == sorted(
+            expected, key=lambda r: (r.build_ts, r.eval_id)
+        )
+    assert [f for f in branch_files(origin, BRANCH) if f.startswith("runs/")] == [
+        run_file(rows("new2", days_ago=-0.02))[0]
+    ]
 
 
 def test_an_unreachable_remote_is_said_once_and_the_local_file_serves(tmp_path: Path) -> None:
@@ -378,7 +419,7 @@ def test_a_reader_reads_only_the_files_of_its_window(
 
     writer = state_in(origin, tmp_path / "writer")
     for day in (300, 200, 100, 40, 30, 20, 10, 2, 1):
-        writer.push(rows(f"d{day}", days_ago=day))
+        writer.push(rows(f"d{day}", days_ago=day), keep_runs=3)
     writer.push([], files={"progress.json": "{}\n"})
     read: list[str] = []
     batch = Git.batch
@@ -391,14 +432,23 @@ def test_a_reader_reads_only_the_files_of_its_window(
     reader = state_in(origin, tmp_path / "reader")
     assert reader.read_text("progress.json") == "{}\n"
     assert len(read) == 1, "progress.json alone"
-    window = reader.rows(since=to_text(NOW - dt.timedelta(days=14)))
-    assert {row.run_id for row in window} == {"d10", "d2", "d1"}
-    # the runs of the window and the one rollup week that reaches into it, if any
-    assert len(read) - 1 <= 3 + 1
-    assert [row.run_id for row in reader.last_run()] == ["d1"] * 3
+    since = to_text(NOW - dt.timedelta(days=14))
     read.clear()
-    reader.push(rows("today"))
-    assert read == [], "a push reads no rows"
+    assert {row.run_id for row in reader.rows(since, last=2)} == {"d2", "d1"}
+    assert read == [f"{reader.tip()}:{RECENT}"], "each eval's newest runs: the recent file alone"
+    window = reader.rows(since)
+    assert {row.run_id for row in window} == {"d10", "d2", "d1"}
+    # and the one rollup week that reaches into the window, if any
+    assert len(read) <= 2 and all(name.split(":")[1].startswith("rollup/") for name in read[1:])
+    read.clear()
+    assert [row.run_id for row in reader.last_run()] == ["d1"] * 3
+    assert len(read) == 1, "the newest run's file"
+    read.clear()
+    reader.push(rows("today"), keep_runs=3)
+    assert (
+        sorted(name.split(":")[1] for name in read)
+        == [RECENT, "rollup/2026-W47.jsonl"][: len(read)]
+    ), "a push reads the recent file and the week its oldest run falls into"
 
 
 def test_an_over_nested_line_on_the_branch_is_skipped_and_said_once(
@@ -449,15 +499,14 @@ def test_a_roll_up_starts_the_branch_anew_so_a_full_clone_stays_small(
     origin: Path, tmp_path: Path
 ) -> None:
     """A plain `git clone` (or `fetch-depth: 0`) fetches the branch's whole history: a year
-    of superseded run files, 175 MB at 1,000 evals. After each roll-up the branch is one
-    parentless commit, so its history is the pushes of a day at most."""
+    of superseded run files, 175 MB at 1,000 evals. Each push leaves the branch one
+    parentless commit, so its history is its tip."""
     state = state_in(origin, tmp_path / "job")
-    for day in range(RAW_DAYS + 30, -1, -1):
+    for day in range(RECENT_RUNS + 30, -1, -1):
         for hour in (0.5, 0.25):  # two runs a day
             state.push(rows(f"d{day}h{hour}", days_ago=day + hour))
-    assert int(git(origin, "rev-list", "--count", BRANCH)) <= 2
+    assert int(git(origin, "rev-list", "--count", BRANCH)) == 1
     reachable = git(origin, "rev-list", "--objects", BRANCH).splitlines()
     tip_objects = git(origin, "ls-tree", "-r", "-t", BRANCH).splitlines()
-    # the tip's files and trees, its commit, and the one run file the second push replaced
-    assert len(reachable) <= len(tip_objects) + 2 + 2
+    assert len(reachable) == len(tip_objects) + 2, "the tip's files and trees, its commit and tree"
     assert len(state_in(origin, tmp_path / "reader").rows()) > 0
