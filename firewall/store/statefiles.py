@@ -228,7 +228,15 @@ _COLUMNS = (
     "drift",
     "model_ids",
     "prompt_versions",
+    "trials",
+    "seconds",
+    "cost_usd",
+    "fingerprint",
+    "inputs",
 )
+# What an affected-only run compares with (firewall.pipeline.affected): the newest
+# fingerprinted run's alone, so that an eval's line does not hold thirty maps of files.
+_NEWEST_ONLY = ("fingerprint", "inputs")
 
 
 def recent_rows(
@@ -337,6 +345,11 @@ def _fold(
         if (row := _row({**entry, **runs[entry["run_id"]], "eval_id": eval_id}, None))
     ]
     ordered = ordered[-keep:]
+    newest = next((e for e in reversed(ordered) if e.get("fingerprint")), None)
+    ordered = [
+        e if e is newest else {c: v for c, v in e.items() if c not in _NEWEST_ONLY}
+        for e in ordered
+    ]
     document: dict[str, object] = {"eval_id": eval_id}
     for column in _COLUMNS:
         values = [entry.get(column) for entry in ordered]

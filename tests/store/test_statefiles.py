@@ -18,8 +18,10 @@ from firewall.store.history import HistoryRow
 from firewall.store.progress import CANDIDATES, PROGRESS
 from firewall.store.statefiles import (
     MAX_LINE,
+    fold_recent,
     parse_file,
     parse_rollup,
+    recent_rows,
     render_rollup,
     roll_up,
     run_file,
@@ -118,3 +120,23 @@ def test_an_over_nested_header_skips_its_file() -> None:
     assert list(parse_file(DEEP + "\n" + valid_run_file(), skipped=skipped.append)) == []
     assert len(skipped) == 1
     assert PROGRESS.parse(DEEP) is None and CANDIDATES.parse("{" * 100_000) is None
+
+
+def test_recent_runs_keep_what_a_pull_request_carries_by_the_newest_fingerprint_alone() -> None:
+    """An affected-only pull request compares with the default branch's newest probe: its
+    fingerprint and inputs survive the fold; older runs keep their costs, not their maps."""
+
+    def probe(run: str, day: int, fingerprint: str) -> HistoryRow:
+        return HistoryRow(
+            "e", run, "run", "pass", 7, f"2026-12-0{day}T00:00:00Z", median=0.8,
+            fingerprint=fingerprint, inputs={"file:p.txt": fingerprint}, trials=7,
+            seconds=1.5, cost_usd=0.02, git_ref="refs/heads/main",
+        )  # fmt: skip
+
+    text, _ = fold_recent(None, [probe("r1", 1, "old")])
+    text, _ = fold_recent(text, [probe("r2", 2, "new")])
+    older, newest = recent_rows(text)["e"]
+    assert (newest.fingerprint, dict(newest.inputs)) == ("new", {"file:p.txt": "new"})
+    assert (older.fingerprint, dict(older.inputs)) == (None, {})
+    assert (older.trials, older.seconds, older.cost_usd) == (7, 1.5, 0.02)
+    assert text.count("file:p.txt") == 1
