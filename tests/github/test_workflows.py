@@ -181,9 +181,10 @@ def test_only_pull_requests_cancel_their_older_runs(tmp_path: Path) -> None:
         assert "github.event_name == 'pull_request' && github.ref || github.run_id" in group, name
 
 
-def test_the_readme_snippet_cancels_only_pull_requests() -> None:
-    readme = (REPO / "README.md").read_text()
-    snippet = readme.split("## GitHub Actions", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+def test_the_documented_workflow_cancels_only_pull_requests() -> None:
+    """The workflow the docs' GitHub Actions page shows first is the one this repository runs."""
+    page = (REPO / "docs" / "ci" / "github-actions.md").read_text()
+    snippet = page.split("```yaml", 1)[1].split("```", 1)[0]
     workflow = yaml.safe_load(snippet)
     assert workflow["concurrency"] == load(WORKFLOWS / "firewall.yml")["concurrency"]
     assert workflow["permissions"] == {"contents": "write", "issues": "write"}
