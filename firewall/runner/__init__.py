@@ -42,7 +42,7 @@ from firewall.adapters import inspect_eval
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
 from firewall.runner.pool import Alone, AsyncPool
-from firewall.runner.python import PythonWorker
+from firewall.runner.python import Call, PythonWorker
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
 from firewall.runner.throttle import Meter, Throttle
@@ -76,6 +76,8 @@ class _Source(Protocol):
 
     def next_task(self) -> Task | None: ...
 
+    def next_task_if(self, fits: Callable[[EvalSpec], bool]) -> Task | None: ...
+
     def record(self, task: Task, record: TrialRecord) -> None: ...
 
 
@@ -83,18 +85,35 @@ class _Listed:
     """The tasks of a list, in order."""
 
     def __init__(self, tasks: Sequence[Task]) -> None:
-        self._tasks = iter(tasks)
+        self._tasks = tasks
+        self._next = 0
         self.most = len(tasks)
         self.specs = list({id(task.spec): task.spec for task in tasks}.values())
 
     def next_task(self) -> Task | None:
-        return next(self._tasks, None)
+        if self._next >= len(self._tasks):
+            return None
+        self._next += 1
+        return self._tasks[self._next - 1]
+
+    def next_task_if(self, fits: Callable[[EvalSpec], bool]) -> Task | None:
+        if self._next < len(self._tasks) and fits(self._tasks[self._next].spec):
+            return self.next_task()
+        return None
 
     def record(self, task: Task, record: TrialRecord) -> None:
         pass
 
 
 _DONE = -1  # the position a slot hands back when nothing is left to run
+
+# Batches: a slot whose next trials are quick synchronous Python calls sends its worker
+# several at once (``PythonWorker.pipeline``), up to BATCH trials expected to take
+# BATCH_S together by the longest call each eval has made so far: a trial of
+# microseconds then costs the slot one reply read, not a round trip and a wake-up of
+# every thread on the way. An eval whose calls are slow, or not yet seen, goes alone.
+BATCH = 128
+BATCH_S = 0.005
 
 
 class Runner:
@@ -123,6 +142,8 @@ class Runner:
         self._throttle = Throttle()  # the run's rate limits (their logs in the scratch)
         self._pool: AsyncPool | None = None  # the async trials' workers, while a run lasts
         self._command_env: Mapping[str, str] | None = None  # a command's, if not inherited
+        self._longest: dict[str, float] = {}  # eval id -> its longest call so far (batches)
+        self._typical: float | None = None  # a recent Python call, for an eval not seen yet
 
     def run(self, tasks: Sequence[Task]) -> list[TrialRecord]:
         """Run every task; the records come back in task order."""
@@ -137,7 +158,7 @@ class Runner:
     def _drive(self, source: _Source) -> dict[int, TrialRecord]:
         finished: dict[int, TrialRecord] = {}
         handed: list[Task] = []
-        done: queue.SimpleQueue[tuple[int, TrialRecord | None]] = queue.SimpleQueue()
+        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]] = queue.SimpleQueue()
         base = trial_environment(share_token=self._share_token)
         with Reaper(base) as reaper:
             self._throttle = Throttle(reaper.scratch)
@@ -162,24 +183,27 @@ class Runner:
                 for slot in slots:
                     slot.start()
                 while slots:
-                    position, record = done.get()
-                    if record is None:
+                    records = done.get()  # a slot's trial, or the trials of its batch
+                    if records[0][1] is None:
                         break
-                    finished[position] = record
-                    task = handed[position]
                     with self._lock:
-                        source.record(task, record)
-                        self._unrecorded -= 1
+                        for position, record in records:
+                            assert record is not None
+                            finished[position] = record
+                            source.record(handed[position], record)
+                        self._unrecorded -= len(records)
                         self._lock.notify_all()
                     if self._progress is not None:
-                        self._progress(task, record)
+                        for position, record in records:
+                            assert record is not None
+                            self._progress(handed[position], record)
             except BaseException:
                 self._halt(slots)
                 while not done.empty():
-                    position, record = done.get()
-                    if record is not None:
-                        finished[position] = record
-                        source.record(handed[position], record)
+                    for position, record in done.get():
+                        if record is not None:
+                            finished[position] = record
+                            source.record(handed[position], record)
                 raise Interrupted([finished.get(i) for i in range(len(handed))]) from None
             finally:
                 pool.close()
@@ -191,10 +215,11 @@ class Runner:
         self,
         source: _Source,
         handed: list[Task],
-        done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
+        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
         finished: bool = False,
-    ) -> tuple[int, Task, int] | None:
-        """The next task for a slot, its position and how many run with it; None: stop.
+    ) -> tuple[list[tuple[int, Task]], int] | None:
+        """The next tasks for a slot, with their positions, and how many trials run with
+        them (one per busy slot); None: stop. One task, or a batch (``_batch``).
 
         ``finished``: the slot's last trial has just ended (one lock for both, since
         sixty-four slots contend for it)."""
@@ -204,17 +229,56 @@ class Runner:
             while not self._stop.is_set():
                 task = source.next_task()
                 if task is not None:
-                    handed.append(task)
-                    self._unrecorded += 1
+                    tasks = self._batch(source, task)
+                    first = len(handed)
+                    handed.extend(tasks)
+                    self._unrecorded += len(tasks)
                     self._in_flight += 1
-                    return len(handed) - 1, task, self._in_flight
+                    return list(enumerate(tasks, first)), self._in_flight
                 if self._unrecorded == 0:  # nothing running, nothing to record: all done
                     self._stop.set()
                     self._lock.notify_all()
-                    done.put((_DONE, None))
+                    done.put([(_DONE, None)])
                     return None
                 self._lock.wait()  # a result still to come may ask for more trials
         return None
+
+    def _batch(self, source: _Source, task: Task) -> list[Task]:
+        """The task, and the ones to send its worker with it: quick synchronous Python
+        calls, BATCH_S of them at most by the longest call each eval has made."""
+        budget = BATCH_S - self._guess(task.spec)
+        if budget < 0 or not self._batchable(task.spec):
+            return [task]
+        tasks = [task]
+
+        def fits(spec: EvalSpec) -> bool:
+            return self._batchable(spec) and self._guess(spec) <= budget
+
+        while len(tasks) < BATCH and (more := source.next_task_if(fits)) is not None:
+            tasks.append(more)
+            budget -= self._guess(more.spec)
+        return tasks
+
+    def _batchable(self, spec: EvalSpec) -> bool:
+        """A synchronous Python eval without a rate limit (a token's wait would hold the
+        trials behind it; the pool takes async evals)."""
+        return spec.kind == "python" and spec.rate is None and not _pooled(spec)
+
+    def _guess(self, spec: EvalSpec) -> float:
+        """How long a call of this eval may take: its longest so far, else a recent call
+        of any eval; before any, too long to batch."""
+        took = self._longest.get(spec.id, self._typical)
+        return BATCH_S + 1.0 if took is None else took
+
+    def _learn(self, spec: EvalSpec, outcome: Outcome) -> None:
+        """Keep what a Python trial's call took (no lock: a lost update costs a guess)."""
+        took = outcome.call_s
+        if took is None or spec.kind != "python":
+            return
+        if outcome.error is not None and outcome.worker_lost:
+            took = max(took, BATCH_S + 1.0)  # timed out or crashed: never batched again
+        self._longest[spec.id] = max(took, self._longest.get(spec.id, 0.0))
+        self._typical = took
 
     def _halt(self, slots: list[threading.Thread]) -> None:
         with self._lock:
@@ -237,7 +301,7 @@ class Runner:
         number: int,
         source: _Source,
         handed: list[Task],
-        done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
+        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
         reaper: Reaper,
         pool: AsyncPool,
     ) -> None:
@@ -247,8 +311,13 @@ class Runner:
         try:
             finished = False
             while (item := self._next(source, handed, done, finished)) is not None:
-                position, task, in_flight = item
+                batch, in_flight = item
                 finished = True
+                if len(batch) > 1:
+                    if not self._run_batch(batch, in_flight, worker, register, done):
+                        return
+                    continue
+                [(position, task)] = batch
                 # Only a command eval has a result file: no Path to build for a Python trial.
                 result_path = (
                     scratch if task.spec.kind == "python" else scratch / f"{position}.json"
@@ -280,9 +349,42 @@ class Runner:
                 duration = time.perf_counter() - started
                 if self._halted.is_set():
                     return  # killed by the halt: not a measurement
-                done.put((position, to_record(task, outcome, duration, in_flight)))
+                self._learn(spec, outcome)
+                done.put([(position, to_record(task, outcome, duration, in_flight))])
         finally:
             worker.close()
+
+    def _run_batch(
+        self,
+        batch: list[tuple[int, Task]],
+        in_flight: int,
+        worker: PythonWorker,
+        register: Callable[[int | None], None],
+        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
+    ) -> bool:
+        """Run a batch in the slot's worker, each trial's record handed back as it comes;
+        the trials behind one that lost the worker were never started, and go to a fresh
+        one. False when the run was halted meanwhile."""
+        while batch:
+            calls = [
+                Call(t.spec.target, t.seed, t.index, t.spec.timeout, t.spec.import_timeout)
+                for _, t in batch
+            ]
+            try:
+                outcomes = worker.pipeline(calls, register)
+            except Exception as exc:  # a runner bug costs one trial, not the run
+                outcomes = [Outcome(error=f"internal error running the trial: {exc!r}")]
+                worker.kill()
+            if self._halted.is_set():
+                return False  # killed by the halt: not measurements
+            records: list[tuple[int, TrialRecord | None]] = []
+            for (position, task), outcome in zip(batch, outcomes, strict=False):
+                self._learn(task.spec, outcome)
+                record = to_record(task, outcome, outcome.call_s or 0.0, in_flight)
+                records.append((position, record))
+            done.put(records)  # together: one wake-up of the thread that records them
+            batch = batch[len(outcomes) :]
+        return True
 
     def _track(self, slot: int, pid: int | None) -> None:
         # No lock: a dict's item assignment is atomic, and _halt copies the dict in one step.
@@ -427,17 +529,13 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
             duration_s=round(duration_s, 6),
             in_flight=in_flight,
         )
-    apart = {
-        key: round(value, 6)
-        for key, value in (
-            ("import_s", imported),
-            ("boot_s", outcome.boot_s),
-            ("blocked_s", outcome.blocked_s),
-        )
-        if value is not None
-    }
-    if apart:
-        record = record.model_copy(update=apart)
+    # Set on the record just built (no one else holds it yet): a copy cost more than it.
+    if imported is not None:
+        record.import_s = round(imported, 6)
+    if outcome.boot_s is not None:
+        record.boot_s = round(outcome.boot_s, 6)
+    if outcome.blocked_s is not None:
+        record.blocked_s = round(outcome.blocked_s, 6)
     if outcome.output is not None and record.passed is False and task.spec.result == "exit-code":
         # A plain test's failed run: what the command printed says why (policy.failure_message).
         record = record.model_copy(update={"output": outcome.output})
