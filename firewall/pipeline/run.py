@@ -32,7 +32,7 @@ from firewall.pipeline.context import Context
 from firewall.pipeline.stages import Progress, conclude, plan, probe
 from firewall.policy import Status
 from firewall.regression import RunMean, compare
-from firewall.runner import Schedule
+from firewall.runner import Early, Schedule
 from firewall.runner.python import sync_fanout
 from firewall.runner.seeds import BaseSeed
 from firewall.spec import EvalSpec, warnings_for
@@ -168,8 +168,26 @@ def probe_to(
 
 def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = None) -> Probed:
     """The probe stage of `run` and `probe`: the selected shard, less what is quarantined."""
-    quarantined = ctx.entries()
     chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
+    settings = ctx.settings
+    # Async evals' pool workers boot while the registry is read and the probe planned.
+    with Early(
+        chosen,
+        concurrency=settings.concurrency,
+        cwd=ctx.cwd,
+        share_token=settings.github.share_token,
+    ) as early:
+        return _collect(ctx, options, chosen, early, progress)
+
+
+def _collect(
+    ctx: Context,
+    options: RunOptions,
+    chosen: list[EvalSpec],
+    early: Early,
+    progress: Progress | None,
+) -> Probed:
+    quarantined = ctx.entries()
     probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
     for spec in probed:  # what `firewall list` warns of, said where it costs trials
         for warning in warnings_for(spec):
@@ -185,6 +203,7 @@ def collect(ctx: Context, options: RunOptions, *, progress: Progress | None = No
         k=options.k,
         shard=options.shard,
         progress=progress,
+        early=early,
     )
 
 
@@ -197,6 +216,7 @@ def probe_part(
     k: int | None,
     shard: Shard | None = None,
     progress: Progress | None = None,
+    early: Early | None = None,
 ) -> Probed:
     """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
     started = ctx.clock()
@@ -208,6 +228,7 @@ def probe_part(
         cwd=ctx.cwd,
         progress=progress,
         share_token=ctx.settings.github.share_token,
+        early=early,
     )
     effective = {spec.id: spec for spec in schedule.specs}
     # Suites become their cases here, before anything is decided or written.

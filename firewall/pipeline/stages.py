@@ -20,7 +20,7 @@ from firewall.lifecycle import Entry
 from firewall.pipeline import verdict
 from firewall.pipeline.suites import noted, registry_entry
 from firewall.policy import Check, Status
-from firewall.runner import Interrupted, Runner, Schedule, Task
+from firewall.runner import Early, Interrupted, Runner, Schedule, Task
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import Stats
@@ -57,6 +57,7 @@ def probe(
     cwd: Path,
     progress: Progress | None = None,
     share_token: bool = False,
+    early: Early | None = None,
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
     """Run the trials; return them grouped by eval id, and whether the run completed.
 
@@ -77,7 +78,7 @@ def probe(
     complete = True
     try:
         Runner(
-            concurrency=concurrency, cwd=cwd, progress=step, share_token=share_token
+            concurrency=concurrency, cwd=cwd, progress=step, share_token=share_token, early=early
         ).run_schedule(schedule)
     except Interrupted:
         complete = False

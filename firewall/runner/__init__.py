@@ -50,7 +50,7 @@ from firewall.runner.trial import SuiteCase, TrialRecord, error_record, record_f
 from firewall.secrets import TOKEN_NAMES, without_token
 from firewall.spec import EvalSpec
 
-__all__ = ["Interrupted", "Runner", "Schedule", "Task", "execute", "replay"]
+__all__ = ["Early", "Interrupted", "Runner", "Schedule", "Task", "execute", "replay"]
 
 
 class Interrupted(Exception):
@@ -107,6 +107,55 @@ class _Listed:
 
 _DONE = -1  # the position a slot hands back when nothing is left to run
 
+
+class Early:
+    """A run's pool workers, booting from the moment its evals are known: while the
+    orchestrator still reads the registry, the state branch and the history, and plans.
+
+    Only when some of ``specs`` are async Python evals (``_pooled``); the first ``Runner``
+    given it takes its reaper and pool (``take``); one not taken is closed with the block,
+    its workers killed and its scratch directory removed, like a run's.
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[EvalSpec],
+        *,
+        concurrency: int,
+        cwd: Path,
+        share_token: bool = False,
+        pool_workers: int | None = None,
+    ) -> None:
+        self._held: tuple[Reaper, AsyncPool] | None = None
+        if not any(_pooled(spec) for spec in specs):
+            return
+        reaper = Reaper(trial_environment(share_token=share_token))
+        try:
+            pool = AsyncPool(cwd, reaper.environment, concurrency, pool_workers)
+            pool.warm()
+        except BaseException:
+            reaper.close()
+            raise
+        self._held = (reaper, pool)
+
+    def take(self) -> tuple[Reaper, AsyncPool] | None:
+        """The reaper and the booting pool, once; None when there are none (left)."""
+        held, self._held = self._held, None
+        return held
+
+    def __enter__(self) -> Early:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        held = self.take()
+        if held is not None:
+            reaper, pool = held
+            try:
+                pool.close()
+            finally:
+                reaper.close()
+
+
 # Batches: a slot whose next trials are quick synchronous Python calls sends its worker
 # several at once (``PythonWorker.pipeline``), up to BATCH trials expected to take
 # BATCH_S together by the longest call each eval has made so far: a trial of
@@ -125,9 +174,12 @@ class Runner:
         progress: Progress | None = None,
         pool_workers: int | None = None,
         share_token: bool = False,
+        early: Early | None = None,
     ) -> None:
         """``share_token``: the trials inherit the firewall's GitHub token (``[github]
-        share_token``); by default they do not."""
+        share_token``); by default they do not. ``early``: pool workers already booting
+        (made with the same settings), for the first run to take."""
+        self._early = early
         self._share_token = share_token
         self._concurrency = concurrency
         self._pool_workers = pool_workers  # async trials' worker processes; None: one per CPU
@@ -160,16 +212,20 @@ class Runner:
         handed: list[Task] = []
         done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]] = queue.SimpleQueue()
         base = trial_environment(share_token=self._share_token)
-        with Reaper(base) as reaper:
+        early = None if self._early is None else self._early.take()
+        with early[0] if early is not None else Reaper(base) as reaper:
             self._throttle = Throttle(reaper.scratch)
             # A command's shell inherits the firewall's environment (the cheaper spawn)
             # unless the trials' must differ from it.
             self._command_env = None if base is None else reaper.environment
-            pool = self._pool = AsyncPool(
-                self._cwd, reaper.environment, self._concurrency, self._pool_workers
-            )
-            if any(_pooled(spec) for spec in source.specs):
-                pool.warm()  # booting while the slots start and the first trials are handed out
+            if early is not None:
+                pool = self._pool = early[1]
+            else:
+                pool = self._pool = AsyncPool(
+                    self._cwd, reaper.environment, self._concurrency, self._pool_workers
+                )
+                if any(_pooled(spec) for spec in source.specs):
+                    pool.warm()  # booting while the slots start and the first trials go out
             slots = [
                 threading.Thread(
                     target=self._slot,
@@ -250,13 +306,16 @@ class Runner:
         if budget < 0 or not self._batchable(task.spec):
             return [task]
         tasks = [task]
+        guess = 0.0
 
         def fits(spec: EvalSpec) -> bool:
-            return self._batchable(spec) and self._guess(spec) <= budget
+            nonlocal guess
+            guess = self._guess(spec)
+            return guess <= budget and self._batchable(spec)
 
         while len(tasks) < BATCH and (more := source.next_task_if(fits)) is not None:
             tasks.append(more)
-            budget -= self._guess(more.spec)
+            budget -= guess
         return tasks
 
     def _batchable(self, spec: EvalSpec) -> bool:

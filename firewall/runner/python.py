@@ -102,6 +102,15 @@ class Call(NamedTuple):
     import_timeout: float = DEFAULT_IMPORT_TIMEOUT
 
 
+def _requests(calls: Sequence[Call]) -> bytes:
+    """The request lines of a batch, as ``json.dumps`` of each would write them, at a
+    fraction of its cost (the slot thread writes one per trial)."""
+    return "".join(
+        f'{{"target": {json.dumps(c.target)}, "seed": {c.seed:d}, "trial": {c.trial:d}}}\n'
+        for c in calls
+    ).encode()
+
+
 class PythonWorker:
     """One worker process that imports eval modules once and runs trials one at a time.
 
@@ -192,12 +201,8 @@ class PythonWorker:
                     failed.worker_lost = True
                     return [failed]
             assert proc.stdin is not None
-            lines = "".join(
-                json.dumps({"target": c.target, "seed": c.seed, "trial": c.trial}) + "\n"
-                for c in calls
-            )
             try:
-                proc.stdin.write(lines.encode())
+                proc.stdin.write(_requests(calls))
                 proc.stdin.flush()
             except BrokenPipeError:
                 outcomes.append(self._died(proc))
