@@ -546,6 +546,12 @@ def ratio(numerators: list[Measured], denominators: list[Measured], key: str = "
     return float(statistics.median(a[key] / b["wall_s"] for a, b in pairs))
 
 
+def cpu_ratio(numerators: list[Measured], denominators: list[Measured]) -> float:
+    """The median of the per-repetition ratios of CPU seconds."""
+    pairs = zip(numerators, denominators, strict=True)
+    return float(statistics.median(a["cpu_s"] / b["cpu_s"] for a, b in pairs))
+
+
 def peak(samples: list[Measured], key: str) -> float | None:
     """The largest over the repetitions (a footprint's worst case); None if not measured."""
     values = [sample.get(key) for sample in samples]
@@ -751,6 +757,13 @@ def summarise(raw: dict[str, list[Measured]]) -> list[dict[str, Any]]:
                 ratio(fw, bare),
                 "x",
                 vs_bare,
+            ),
+            row(
+                scenario,
+                "firewall / bare asyncio, CPU seconds (user+sys, workers included): the "
+                "figure that holds on a loaded machine",
+                cpu_ratio(fw, bare),
+                "x",
             ),
             row(
                 scenario,
