@@ -65,6 +65,9 @@ TARGETS = {
     "tree_rss_mb": 250.0,  # RSS summed over the firewall process tree, async, 64 in flight
     "peak_rss_mb": 150.0,  # orchestrator peak RSS, 7,000-trial run
     "artefact_mb": 5.0,  # firewall-report.json of the 7,000-trial run
+    # (CPU of the 7,000-trial run - CPU of the same project's 3-trial run) / 6,997: half of
+    # the 0.19 ms the issue (#22) measured, for config-declared and decorated evals alike.
+    "marginal_cpu_ms": 0.095,
 }
 
 
@@ -115,6 +118,32 @@ assert total == {n * K}
 print(json.dumps({{"loop_s": elapsed}}))
 """)
     return project
+
+
+def make_marginal(root: Path, concurrency: int) -> dict[str, Path]:
+    """Scenario 1's trivial evals again, decorated (``@firewall.eval`` under ``paths``),
+    and a 3-trial project of each kind with the same settings: the difference of two runs'
+    CPU is what the 6,997 more trials cost, start-up and worker boots apart."""
+    projects: dict[str, Path] = {}
+    settings = {"k": K, "seed": 20261129, "concurrency": concurrency, "timeout": 60}
+    for name, n, k in (("decorated", TRIVIAL_EVALS, K), ("decorated_tiny", 1, 3)):
+        project = projects[name] = root / name
+        (project / "evals").mkdir(parents=True)
+        (project / "evals" / "bench_evals.py").write_text(
+            "import firewall\n\n\n"
+            + "".join(
+                f"@firewall.eval(k={k})\ndef fn_{i:04d}(seed):\n    return 1.0\n\n\n"
+                for i in range(n)
+            )
+        )
+        (project / "firewall.toml").write_text(_toml({**settings, "k": k, "paths": ["evals"]}, []))
+    project = projects["config_tiny"] = root / "config_tiny"
+    project.mkdir()
+    (project / "bench_evals.py").write_text("def fn_0000(seed):\n    return 1.0\n")
+    (project / "firewall.toml").write_text(
+        _toml({**settings, "k": 3}, [("trivial-0000", "python", "bench_evals:fn_0000")])
+    )
+    return projects
 
 
 COMMAND = "echo '{\"score\": 1}'"
@@ -517,6 +546,12 @@ def ratio(numerators: list[Measured], denominators: list[Measured], key: str = "
     return float(statistics.median(a[key] / b["wall_s"] for a, b in pairs))
 
 
+def cpu_ratio(numerators: list[Measured], denominators: list[Measured]) -> float:
+    """The median of the per-repetition ratios of CPU seconds."""
+    pairs = zip(numerators, denominators, strict=True)
+    return float(statistics.median(a["cpu_s"] / b["cpu_s"] for a, b in pairs))
+
+
 def peak(samples: list[Measured], key: str) -> float | None:
     """The largest over the repetitions (a footprint's worst case); None if not measured."""
     values = [sample.get(key) for sample in samples]
@@ -725,6 +760,13 @@ def summarise(raw: dict[str, list[Measured]]) -> list[dict[str, Any]]:
             ),
             row(
                 scenario,
+                "firewall / bare asyncio, CPU seconds (user+sys, workers included): the "
+                "figure that holds on a loaded machine",
+                cpu_ratio(fw, bare),
+                "x",
+            ),
+            row(
+                scenario,
                 f"{'**' if vs_ideal else ''}firewall / ideal{'**' if vs_ideal else ''} "
                 "(end to end)",
                 fw_wall / best,
@@ -748,6 +790,25 @@ def summarise(raw: dict[str, list[Measured]]) -> list[dict[str, Any]]:
                 "s",
             )
         )
+    for kind, big, small in (
+        ("config-declared", "firewall_trivial", "firewall_config_tiny"),
+        ("decorated", "firewall_decorated", "firewall_decorated_tiny"),
+    ):
+        if have(big, small):
+            pairs = zip(raw[big], raw[small], strict=True)
+            extra = trivial_trials - 3
+            rows.append(
+                row(
+                    "7",
+                    f"marginal CPU per trial, {kind} trivial evals: (CPU of the "
+                    f"{trivial_trials:,}-trial run - CPU of a 3-trial run) / {extra:,}",
+                    float(
+                        statistics.median((a["cpu_s"] - b["cpu_s"]) / extra * 1e3 for a, b in pairs)
+                    ),
+                    "ms",
+                    ("<=", TARGETS["marginal_cpu_ms"]),
+                )
+            )
     if have("firewall_trivial"):
         rows.append(
             row(
@@ -877,6 +938,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "commands": ("firewall_commands", "bare_spawn", "probe_commands"),  # 2
     "sleepy": ("firewall_sleepy", "probe_sleepy"),  # 3: sync, 16 in flight
     "tiny": ("firewall_tiny",),  # the fixed cost
+    # 7: what a trial costs beyond the fixed cost, config-declared and decorated evals
+    "marginal": (
+        "firewall_trivial",
+        "firewall_config_tiny",
+        "firewall_decorated",
+        "firewall_decorated_tiny",
+    ),
     # 5, 6 and the memory of 3: async at 64 and 16 in flight, sync at 16, bare asyncio.
     "async": (
         "firewall_async64",
@@ -969,6 +1037,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sleepy = make_sleepy(root, SLEEP_EVALS)
         tiny = make_tiny(root)
         async64, async16 = (make_async(root, SLEEP_EVALS, c) for c in ASYNC_CONCURRENCIES)
+        marginal = make_marginal(root, args.concurrency)
         trivial_trials, command_trials = TRIVIAL_EVALS * K, COMMAND_EVALS * K
         sleep_trials = SLEEP_EVALS * K
         # The in-flight cases (sync16 too) also sample the memory of their process tree.
@@ -980,6 +1049,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "bare_spawn": lambda: bare_spawn(commands),
             "firewall_sleepy": lambda: firewall_run(sleepy, sleep_trials, sample_tree=True),
             "firewall_tiny": lambda: firewall_run(tiny, 3),
+            "firewall_config_tiny": lambda: firewall_run(marginal["config_tiny"], 3),
+            "firewall_decorated": lambda: firewall_run(marginal["decorated"], trivial_trials),
+            "firewall_decorated_tiny": lambda: firewall_run(marginal["decorated_tiny"], 3),
             "probe_trivial": lambda: probe_only(trivial),
             "probe_commands": lambda: probe_only(commands),
             "probe_sleepy": lambda: probe_only(sleepy),

@@ -32,7 +32,7 @@ from firewall.pipeline.context import Context
 from firewall.pipeline.stages import TrialCounter, conclude, plan, probe
 from firewall.policy import Status
 from firewall.regression import Judgement, RunMean, compare
-from firewall.runner import Schedule
+from firewall.runner import Early, Schedule
 from firewall.runner.python import sync_fanout
 from firewall.runner.reads import Reads
 from firewall.runner.seeds import BaseSeed
@@ -96,11 +96,12 @@ def run(
 ) -> RunResult:
     """`firewall run`: probe and gate the selected evals, record, present, publish."""
     ctx.dry_run(options.dry_run)
-    candidates = plan(would_probe(ctx, options), 0, options.k).specs  # as they would be
-    choice = affected.plan(ctx, candidates, asked=options.affected)
-    leave = choice.carried if choice is not None else {}
     noted: Reads = {}  # what each eval target read, for its fingerprint
-    part = collect(ctx, options, progress=progress, leave=leave, reads=noted)
+    with early_pool(ctx, _chosen(ctx, options), reads=True) as early:
+        candidates = plan(would_probe(ctx, options), 0, options.k).specs  # as they would be
+        choice = affected.plan(ctx, candidates, asked=options.affected)
+        leave = choice.carried if choice is not None else {}
+        part = collect(ctx, options, progress=progress, leave=leave, reads=noted, early=early)
     unvouched(ctx, part.specs)
     artefact = conclude([part], ctx.entries(), mode="run", finished_at=part.finished_at)
     artefact, first = against_default_branch(ctx, artefact, part.specs, looks=regression.LOOKS)
@@ -182,8 +183,25 @@ def probe_to(
 def would_probe(ctx: Context, options: RunOptions) -> list[EvalSpec]:
     """The evals `run` and `probe` would probe: the selected shard, less what is quarantined."""
     quarantined = ctx.entries()
-    chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
-    return [s for s in chosen if options.include_quarantined or s.id not in quarantined]
+    return [
+        s for s in _chosen(ctx, options) if options.include_quarantined or s.id not in quarantined
+    ]
+
+
+def _chosen(ctx: Context, options: RunOptions) -> list[EvalSpec]:
+    return options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
+
+
+def early_pool(ctx: Context, specs: Sequence[EvalSpec], *, reads: bool = False) -> Early:
+    """The pool workers of the async evals among ``specs``, booting from now on, while the
+    registry, the state branch and the history are read and the probe is planned."""
+    return Early(
+        specs,
+        concurrency=ctx.settings.concurrency,
+        cwd=ctx.cwd,
+        share_token=ctx.settings.github.share_token,
+        reads=reads,
+    )
 
 
 def collect(
@@ -193,12 +211,27 @@ def collect(
     progress: TrialCounter | None = None,
     leave: Collection[str] = (),
     reads: Reads | None = None,
+    early: Early | None = None,
 ) -> Probed:
     """The probe stage of `run` and `probe`: the selected shard, less what is quarantined,
-    less the evals an affected-only run carries (``leave``)."""
+    less the evals an affected-only run carries (``leave``). ``early``: pool workers the
+    caller started booting (made with ``reads`` alike); else they start here."""
+    chosen = [s for s in _chosen(ctx, options) if s.id not in leave]
+    if early is not None:
+        return _collect(ctx, options, chosen, early, progress, reads)
+    with early_pool(ctx, chosen, reads=reads is not None) as booting:
+        return _collect(ctx, options, chosen, booting, progress, reads)
+
+
+def _collect(
+    ctx: Context,
+    options: RunOptions,
+    chosen: list[EvalSpec],
+    early: Early,
+    progress: TrialCounter | None,
+    reads: Reads | None,
+) -> Probed:
     quarantined = ctx.entries()
-    chosen = options.shard.pick(ctx.specs) if options.shard else list(ctx.specs)
-    chosen = [s for s in chosen if s.id not in leave]
     probed = [s for s in chosen if options.include_quarantined or s.id not in quarantined]
     for spec in probed:  # what `firewall list` warns of, said where it costs trials
         for warning in warnings_for(spec):
@@ -215,6 +248,7 @@ def collect(
         shard=options.shard,
         progress=progress,
         reads=reads,
+        early=early,
     )
 
 
@@ -228,6 +262,7 @@ def probe_part(
     shard: Shard | None = None,
     progress: TrialCounter | None = None,
     reads: Reads | None = None,
+    early: Early | None = None,
 ) -> Probed:
     """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
     started = ctx.clock()
@@ -240,6 +275,7 @@ def probe_part(
         progress=progress,
         share_token=ctx.settings.github.share_token,
         reads=reads,
+        early=early,
     )
     effective = {spec.id: spec for spec in schedule.specs}
     # Suites become their cases here, before anything is decided or written.

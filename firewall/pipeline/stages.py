@@ -21,7 +21,7 @@ from firewall.lifecycle import Entry
 from firewall.pipeline import verdict
 from firewall.pipeline.suites import noted, registry_entry
 from firewall.policy import Check, Status
-from firewall.runner import Interrupted, Runner, Schedule, Task
+from firewall.runner import Early, Interrupted, Runner, Schedule, Task
 from firewall.runner.reads import Reads
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
@@ -59,6 +59,7 @@ def probe(
     progress: TrialCounter | None = None,
     share_token: bool = False,
     reads: Reads | None = None,
+    early: Early | None = None,
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
     """Run the trials; return them grouped by eval id, and whether the run completed.
 
@@ -80,7 +81,12 @@ def probe(
     complete = True
     try:
         Runner(
-            concurrency=concurrency, cwd=cwd, progress=step, share_token=share_token, reads=reads
+            concurrency=concurrency,
+            cwd=cwd,
+            progress=step,
+            share_token=share_token,
+            reads=reads,
+            early=early,
         ).run_schedule(schedule)
     except Interrupted:
         complete = False

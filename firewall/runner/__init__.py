@@ -42,8 +42,8 @@ from firewall.adapters import inspect_eval
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
 from firewall.runner.pool import Alone, AsyncPool
-from firewall.runner.python import PythonWorker
-from firewall.runner.reads import READS_VAR, Reads, recorded
+from firewall.runner.python import Call, PythonWorker
+from firewall.runner.reads import Reads, note_reads, recorded
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Schedule, Task
 from firewall.runner.throttle import Meter, Throttle
@@ -51,7 +51,7 @@ from firewall.runner.trial import SuiteCase, TrialRecord, error_record, record_f
 from firewall.secrets import TOKEN_NAMES, without_token
 from firewall.spec import EvalSpec
 
-__all__ = ["Interrupted", "Runner", "Schedule", "Task", "execute", "replay"]
+__all__ = ["Early", "Interrupted", "Runner", "Schedule", "Task", "execute", "replay"]
 
 
 class Interrupted(Exception):
@@ -77,6 +77,8 @@ class _Source(Protocol):
 
     def next_task(self) -> Task | None: ...
 
+    def next_task_if(self, fits: Callable[[EvalSpec], bool]) -> Task | None: ...
+
     def record(self, task: Task, record: TrialRecord) -> None: ...
 
 
@@ -84,18 +86,87 @@ class _Listed:
     """The tasks of a list, in order."""
 
     def __init__(self, tasks: Sequence[Task]) -> None:
-        self._tasks = iter(tasks)
+        self._tasks = tasks
+        self._next = 0
         self.most = len(tasks)
         self.specs = list({id(task.spec): task.spec for task in tasks}.values())
 
     def next_task(self) -> Task | None:
-        return next(self._tasks, None)
+        if self._next >= len(self._tasks):
+            return None
+        self._next += 1
+        return self._tasks[self._next - 1]
+
+    def next_task_if(self, fits: Callable[[EvalSpec], bool]) -> Task | None:
+        if self._next < len(self._tasks) and fits(self._tasks[self._next].spec):
+            return self.next_task()
+        return None
 
     def record(self, task: Task, record: TrialRecord) -> None:
         pass
 
 
 _DONE = -1  # the position a slot hands back when nothing is left to run
+
+
+class Early:
+    """A run's pool workers, booting from the moment its evals are known: while the
+    orchestrator still reads the registry, the state branch and the history, and plans.
+
+    Only when some of ``specs`` are async Python evals (``_pooled``); the first ``Runner``
+    given it takes its reaper and pool (``take``); one not taken is closed with the block,
+    its workers killed and its scratch directory removed, like a run's.
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[EvalSpec],
+        *,
+        concurrency: int,
+        cwd: Path,
+        share_token: bool = False,
+        pool_workers: int | None = None,
+        reads: bool = False,
+    ) -> None:
+        self._held: tuple[Reaper, AsyncPool] | None = None
+        if not any(_pooled(spec) for spec in specs):
+            return
+        reaper = Reaper(trial_environment(share_token=share_token))
+        try:
+            if reads:  # the workers note what each eval reads (firewall.runner.reads)
+                note_reads(reaper.scratch, reaper.environment)
+            pool = AsyncPool(cwd, reaper.environment, concurrency, pool_workers)
+            pool.warm()
+        except BaseException:
+            reaper.close()
+            raise
+        self._held = (reaper, pool)
+
+    def take(self) -> tuple[Reaper, AsyncPool] | None:
+        """The reaper and the booting pool, once; None when there are none (left)."""
+        held, self._held = self._held, None
+        return held
+
+    def __enter__(self) -> Early:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        held = self.take()
+        if held is not None:
+            reaper, pool = held
+            try:
+                pool.close()
+            finally:
+                reaper.close()
+
+
+# Batches: a slot whose next trials are quick synchronous Python calls sends its worker
+# several at once (``PythonWorker.pipeline``), up to BATCH trials expected to take
+# BATCH_S together by the longest call each eval has made so far: a trial of
+# microseconds then costs the slot one reply read, not a round trip and a wake-up of
+# every thread on the way. An eval whose calls are slow, or not yet seen, goes alone.
+BATCH = 128
+BATCH_S = 0.005
 
 
 class Runner:
@@ -108,10 +179,14 @@ class Runner:
         pool_workers: int | None = None,
         share_token: bool = False,
         reads: Reads | None = None,
+        early: Early | None = None,
     ) -> None:
         """``share_token``: the trials inherit the firewall's GitHub token (``[github]
         share_token``); by default they do not. ``reads``: filled with the project files
-        each Python eval target imported or opened (``firewall.runner.reads``)."""
+        each Python eval target imported or opened (``firewall.runner.reads``).
+        ``early``: pool workers already booting (made with the same settings, and asked
+        to note reads when ``reads`` is given), for the first run to take."""
+        self._early = early
         self._share_token = share_token
         self._reads = reads
         self._concurrency = concurrency
@@ -127,6 +202,8 @@ class Runner:
         self._throttle = Throttle()  # the run's rate limits (their logs in the scratch)
         self._pool: AsyncPool | None = None  # the async trials' workers, while a run lasts
         self._command_env: Mapping[str, str] | None = None  # a command's, if not inherited
+        self._longest: dict[str, float] = {}  # eval id -> its longest call so far (batches)
+        self._typical: float | None = None  # a recent Python call, for an eval not seen yet
 
     def run(self, tasks: Sequence[Task]) -> list[TrialRecord]:
         """Run every task; the records come back in task order."""
@@ -141,22 +218,23 @@ class Runner:
     def _drive(self, source: _Source) -> dict[int, TrialRecord]:
         finished: dict[int, TrialRecord] = {}
         handed: list[Task] = []
-        done: queue.SimpleQueue[tuple[int, TrialRecord | None]] = queue.SimpleQueue()
+        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]] = queue.SimpleQueue()
         base = trial_environment(share_token=self._share_token)
-        with Reaper(base) as reaper:
+        early = None if self._early is None else self._early.take()
+        with early[0] if early is not None else Reaper(base) as reaper:
             self._throttle = Throttle(reaper.scratch)
-            noted = reaper.scratch / "reads"
-            if self._reads is not None:
-                noted.mkdir()
-                reaper.environment[READS_VAR] = str(noted)
+            noted = None if self._reads is None else note_reads(reaper.scratch, reaper.environment)
             # A command's shell inherits the firewall's environment (the cheaper spawn)
             # unless the trials' must differ from it.
             self._command_env = None if base is None else reaper.environment
-            pool = self._pool = AsyncPool(
-                self._cwd, reaper.environment, self._concurrency, self._pool_workers
-            )
-            if any(_pooled(spec) for spec in source.specs):
-                pool.warm()  # booting while the slots start and the first trials are handed out
+            if early is not None:
+                pool = self._pool = early[1]
+            else:
+                pool = self._pool = AsyncPool(
+                    self._cwd, reaper.environment, self._concurrency, self._pool_workers
+                )
+                if any(_pooled(spec) for spec in source.specs):
+                    pool.warm()  # booting while the slots start and the first trials go out
             slots = [
                 threading.Thread(
                     target=self._slot,
@@ -170,28 +248,31 @@ class Runner:
                 for slot in slots:
                     slot.start()
                 while slots:
-                    position, record = done.get()
-                    if record is None:
+                    records = done.get()  # a slot's trial, or the trials of its batch
+                    if records[0][1] is None:
                         break
-                    finished[position] = record
-                    task = handed[position]
                     with self._lock:
-                        source.record(task, record)
-                        self._unrecorded -= 1
+                        for position, record in records:
+                            assert record is not None
+                            finished[position] = record
+                            source.record(handed[position], record)
+                        self._unrecorded -= len(records)
                         self._lock.notify_all()
                     if self._progress is not None:
-                        self._progress(task, record)
+                        for position, record in records:
+                            assert record is not None
+                            self._progress(handed[position], record)
             except BaseException:
                 self._halt(slots)
                 while not done.empty():
-                    position, record = done.get()
-                    if record is not None:
-                        finished[position] = record
-                        source.record(handed[position], record)
+                    for position, record in done.get():
+                        if record is not None:
+                            finished[position] = record
+                            source.record(handed[position], record)
                 raise Interrupted([finished.get(i) for i in range(len(handed))]) from None
             finally:
                 pool.close()
-                if self._reads is not None:
+                if noted is not None and self._reads is not None:
                     recorded(noted, self._reads)
             for slot in slots:
                 slot.join()
@@ -201,10 +282,11 @@ class Runner:
         self,
         source: _Source,
         handed: list[Task],
-        done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
+        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
         finished: bool = False,
-    ) -> tuple[int, Task, int] | None:
-        """The next task for a slot, its position and how many run with it; None: stop.
+    ) -> tuple[list[tuple[int, Task]], int] | None:
+        """The next tasks for a slot, with their positions, and how many trials run with
+        them (one per busy slot); None: stop. One task, or a batch (``_batch``).
 
         ``finished``: the slot's last trial has just ended (one lock for both, since
         sixty-four slots contend for it)."""
@@ -214,17 +296,59 @@ class Runner:
             while not self._stop.is_set():
                 task = source.next_task()
                 if task is not None:
-                    handed.append(task)
-                    self._unrecorded += 1
+                    tasks = self._batch(source, task)
+                    first = len(handed)
+                    handed.extend(tasks)
+                    self._unrecorded += len(tasks)
                     self._in_flight += 1
-                    return len(handed) - 1, task, self._in_flight
+                    return list(enumerate(tasks, first)), self._in_flight
                 if self._unrecorded == 0:  # nothing running, nothing to record: all done
                     self._stop.set()
                     self._lock.notify_all()
-                    done.put((_DONE, None))
+                    done.put([(_DONE, None)])
                     return None
                 self._lock.wait()  # a result still to come may ask for more trials
         return None
+
+    def _batch(self, source: _Source, task: Task) -> list[Task]:
+        """The task, and the ones to send its worker with it: quick synchronous Python
+        calls, BATCH_S of them at most by the longest call each eval has made."""
+        budget = BATCH_S - self._guess(task.spec)
+        if budget < 0 or not self._batchable(task.spec):
+            return [task]
+        tasks = [task]
+        guess = 0.0
+
+        def fits(spec: EvalSpec) -> bool:
+            nonlocal guess
+            guess = self._guess(spec)
+            return guess <= budget and self._batchable(spec)
+
+        while len(tasks) < BATCH and (more := source.next_task_if(fits)) is not None:
+            tasks.append(more)
+            budget -= guess
+        return tasks
+
+    def _batchable(self, spec: EvalSpec) -> bool:
+        """A synchronous Python eval without a rate limit (a token's wait would hold the
+        trials behind it; the pool takes async evals)."""
+        return spec.kind == "python" and spec.rate is None and not _pooled(spec)
+
+    def _guess(self, spec: EvalSpec) -> float:
+        """How long a call of this eval may take: its longest so far, else a recent call
+        of any eval; before any, too long to batch."""
+        took = self._longest.get(spec.id, self._typical)
+        return BATCH_S + 1.0 if took is None else took
+
+    def _learn(self, spec: EvalSpec, outcome: Outcome) -> None:
+        """Keep what a Python trial's call took (no lock: a lost update costs a guess)."""
+        took = outcome.call_s
+        if took is None or spec.kind != "python":
+            return
+        if outcome.error is not None and outcome.worker_lost:
+            took = max(took, BATCH_S + 1.0)  # timed out or crashed: never batched again
+        self._longest[spec.id] = max(took, self._longest.get(spec.id, 0.0))
+        self._typical = took
 
     def _halt(self, slots: list[threading.Thread]) -> None:
         with self._lock:
@@ -247,7 +371,7 @@ class Runner:
         number: int,
         source: _Source,
         handed: list[Task],
-        done: queue.SimpleQueue[tuple[int, TrialRecord | None]],
+        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
         reaper: Reaper,
         pool: AsyncPool,
     ) -> None:
@@ -257,8 +381,13 @@ class Runner:
         try:
             finished = False
             while (item := self._next(source, handed, done, finished)) is not None:
-                position, task, in_flight = item
+                batch, in_flight = item
                 finished = True
+                if len(batch) > 1:
+                    if not self._run_batch(batch, in_flight, worker, register, done):
+                        return
+                    continue
+                [(position, task)] = batch
                 # Only a command eval has a result file: no Path to build for a Python trial.
                 result_path = (
                     scratch if task.spec.kind == "python" else scratch / f"{position}.json"
@@ -290,9 +419,42 @@ class Runner:
                 duration = time.perf_counter() - started
                 if self._halted.is_set():
                     return  # killed by the halt: not a measurement
-                done.put((position, to_record(task, outcome, duration, in_flight)))
+                self._learn(spec, outcome)
+                done.put([(position, to_record(task, outcome, duration, in_flight))])
         finally:
             worker.close()
+
+    def _run_batch(
+        self,
+        batch: list[tuple[int, Task]],
+        in_flight: int,
+        worker: PythonWorker,
+        register: Callable[[int | None], None],
+        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
+    ) -> bool:
+        """Run a batch in the slot's worker, each trial's record handed back as it comes;
+        the trials behind one that lost the worker were never started, and go to a fresh
+        one. False when the run was halted meanwhile."""
+        while batch:
+            calls = [
+                Call(t.spec.target, t.seed, t.index, t.spec.timeout, t.spec.import_timeout)
+                for _, t in batch
+            ]
+            try:
+                outcomes = worker.pipeline(calls, register)
+            except Exception as exc:  # a runner bug costs one trial, not the run
+                outcomes = [Outcome(error=f"internal error running the trial: {exc!r}")]
+                worker.kill()
+            if self._halted.is_set():
+                return False  # killed by the halt: not measurements
+            records: list[tuple[int, TrialRecord | None]] = []
+            for (position, task), outcome in zip(batch, outcomes, strict=False):
+                self._learn(task.spec, outcome)
+                record = to_record(task, outcome, outcome.call_s or 0.0, in_flight)
+                records.append((position, record))
+            done.put(records)  # together: one wake-up of the thread that records them
+            batch = batch[len(outcomes) :]
+        return True
 
     def _track(self, slot: int, pid: int | None) -> None:
         # No lock: a dict's item assignment is atomic, and _halt copies the dict in one step.
@@ -437,17 +599,13 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
             duration_s=round(duration_s, 6),
             in_flight=in_flight,
         )
-    apart = {
-        key: round(value, 6)
-        for key, value in (
-            ("import_s", imported),
-            ("boot_s", outcome.boot_s),
-            ("blocked_s", outcome.blocked_s),
-        )
-        if value is not None
-    }
-    if apart:
-        record = record.model_copy(update=apart)
+    # Set on the record just built (no one else holds it yet): a copy cost more than it.
+    if imported is not None:
+        record.import_s = round(imported, 6)
+    if outcome.boot_s is not None:
+        record.boot_s = round(outcome.boot_s, 6)
+    if outcome.blocked_s is not None:
+        record.blocked_s = round(outcome.blocked_s, 6)
     if outcome.output is not None and record.passed is False and task.spec.result == "exit-code":
         # A plain test's failed run: what the command printed says why (policy.failure_message).
         record = record.model_copy(update={"output": outcome.output})

@@ -105,6 +105,7 @@ def serve(*, own_log: bool = False) -> None:
     loop: asyncio.AbstractEventLoop | None = None
     adopting = adopt_orphans()
     modules: set[int] = set()  # children started by importing an eval module
+    imported: set[str] = set()  # eval modules this worker has imported
     replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
     for line in requests:
         called = 0.0
@@ -121,8 +122,12 @@ def serve(*, own_log: bool = False) -> None:
             if entry is None:
                 started = time.perf_counter()
                 entry = _load(request["target"], cache)
-                # Said at once: the trial's own timeout starts now, not at the request.
-                replies.write(json.dumps({"imported": time.perf_counter() - started}) + "\n")
+                # Said at once: the trial's own timeout starts now, not at the request. Once
+                # per module: its other functions cost a getattr (PythonWorker._answer).
+                module = request["target"].partition(":")[0]
+                if module not in imported:
+                    imported.add(module)
+                    replies.write(json.dumps({"imported": time.perf_counter() - started}) + "\n")
                 if adopting:
                     modules.update(children())
             fn, takes_trial, is_async = entry
@@ -148,6 +153,8 @@ def serve(*, own_log: bool = False) -> None:
             reply = {"error": describe(exc), "traceback": own_traceback(exc)}
             if called:
                 reply["took"] = time.perf_counter() - called
+            if log is not None:
+                reply["output"] = printed(log)
         if adopting:
             end_processes(modules)
         try:
@@ -155,6 +162,24 @@ def serve(*, own_log: bool = False) -> None:
         except (TypeError, ValueError) as exc:
             text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
         replies.write(text + "\n")
+
+
+PRINTED_BYTES = 8000  # the tail of a trial's log an error reply carries (4 x OUTPUT_TAIL_CHARS)
+
+
+def printed(log: int) -> str:
+    """The tail of what the current trial printed: its worker's log holds it alone.
+
+    Sent with an error reply, because the runner may have sent the next trials with
+    this one (``PythonWorker.pipeline``): by the time it reads the reply, the worker
+    has emptied the log for the next trial."""
+    sys.stderr.flush()
+    try:
+        size = os.fstat(log).st_size
+        data = os.pread(log, PRINTED_BYTES, max(0, size - PRINTED_BYTES))
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
 
 
 def _private_streams() -> tuple[int, int]:
@@ -869,10 +894,7 @@ def discover(paths: list[Path]) -> dict[str, Any]:
             options = getattr(obj, EVAL_ATTRIBUTE, None)
             if options is None or getattr(obj, "__module__", None) != module.__name__:
                 continue
-            try:
-                line = inspect.getsourcelines(obj)[1]
-            except (OSError, TypeError):
-                line = None
+            line = _first_line(obj)
             found.append(
                 {
                     "options": options,
@@ -883,6 +905,22 @@ def discover(paths: list[Path]) -> dict[str, Any]:
                 }
             )
     return {"evals": found, "errors": errors}
+
+
+def _first_line(obj: Any) -> int | None:
+    """The line an eval's source starts on, its decorators included, as
+    ``inspect.getsourcelines`` says: read from a function's code object, without the
+    tokenizing of its block that made discovering a thousand evals cost a tenth of a
+    second; asked of inspect for anything else."""
+    import inspect
+
+    try:
+        code = getattr(inspect.unwrap(obj), "__code__", None)
+        if code is not None:
+            return int(code.co_firstlineno)
+        return inspect.getsourcelines(obj)[1]
+    except (OSError, TypeError, ValueError):
+        return None
 
 
 def _python_files(paths: list[Path]) -> list[Path]:

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from firewall.runner._supervisor import descendants, kill_all
 from firewall.runner.outcome import OUTPUT_TAIL_CHARS, Outcome, output_tail, signal_name, tail
@@ -92,6 +92,25 @@ def worker_command(*args: str) -> list[str]:
     return [sys.executable, "-c", _BOOT, *args]
 
 
+class Call(NamedTuple):
+    """One trial of a batch sent to a worker at once (``PythonWorker.pipeline``)."""
+
+    target: str
+    seed: int
+    trial: int
+    timeout: float
+    import_timeout: float = DEFAULT_IMPORT_TIMEOUT
+
+
+def _requests(calls: Sequence[Call]) -> bytes:
+    """The request lines of a batch, as ``json.dumps`` of each would write them, at a
+    fraction of its cost (the slot thread writes one per trial)."""
+    return "".join(
+        f'{{"target": {json.dumps(c.target)}, "seed": {c.seed:d}, "trial": {c.trial:d}}}\n'
+        for c in calls
+    ).encode()
+
+
 class PythonWorker:
     """One worker process that imports eval modules once and runs trials one at a time.
 
@@ -107,7 +126,7 @@ class PythonWorker:
         self._log: Any = None
         self._buffer = bytearray()
         self._permit = False  # this worker's boot holds one of the _BOOT_PERMITS
-        self._loaded: set[str] = set()  # targets this process has imported
+        self._loaded: set[str] = set()  # eval modules this process has imported
 
     def call(
         self,
@@ -150,6 +169,63 @@ class PythonWorker:
         outcome.worker_lost = self._proc is not proc  # killed, or died: the next trial reboots
         return outcome
 
+    def pipeline(
+        self, calls: Sequence[Call], register: Callable[[int | None], None] = lambda pid: None
+    ) -> list[Outcome]:
+        """Run several trials sent in one write, answered one by one: the outcomes of the
+        first of them, up to and including the first that loses the worker (its timeout,
+        its crash), after which the rest were never started and are the caller's to send
+        again.
+
+        Each trial keeps its own limits: its ``timeout`` (and ``import_timeout`` the first
+        time this worker meets its target) runs from the previous trial's reply, when the
+        worker starts it, and the worker kills what it started before replying, as for
+        ``call``. No rate limits here: a trial that waits for a token would hold the ones
+        queued behind it (``Runner`` sends those one at a time).
+        """
+        first = calls[0]
+        if self._proc is not None and self._proc.poll() is None:
+            proc, booting = self._proc, False
+        else:
+            proc, booting = self._start(), True
+        deadline = time.monotonic() + first.timeout  # a boot counts against the first trial
+        register(proc.pid)
+        outcomes: list[Outcome] = []
+        try:
+            booted = None
+            if booting:
+                began = time.monotonic()
+                failed = self._boot(proc, deadline, first.timeout)
+                booted = time.monotonic() - began
+                if failed is not None:
+                    failed.worker_lost = True
+                    return [failed]
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(_requests(calls))
+                proc.stdin.flush()
+            except BrokenPipeError:
+                outcomes.append(self._died(proc))
+            else:
+                for call in calls:
+                    began = time.perf_counter()
+                    if outcomes:
+                        deadline = time.monotonic() + call.timeout
+                    outcome = self._answer(
+                        proc, call.target, call.timeout, deadline, call.import_timeout
+                    )
+                    if outcome.call_s is None:  # the worker did not say: from when it began
+                        spent = time.perf_counter() - began - (outcome.import_s or 0.0)
+                        outcome.call_s = max(0.0, spent)
+                    outcomes.append(outcome)
+                    if self._proc is not proc:
+                        break
+            outcomes[0].boot_s = booted
+        finally:
+            register(None)
+        outcomes[-1].worker_lost = self._proc is not proc
+        return outcomes
+
     def _boot(
         self, proc: subprocess.Popen[bytes], deadline: float, timeout: float
     ) -> Outcome | None:
@@ -183,7 +259,7 @@ class PythonWorker:
         import_timeout: float,
         rate: tuple[str, int, float] | None = None,
     ) -> Outcome:
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
         fields: dict[str, Any] = {"target": target, "seed": seed, "trial": trial}
         if rate is not None:
             fields["rate"] = rate  # the worker takes the token just before the call
@@ -193,7 +269,20 @@ class PythonWorker:
             proc.stdin.flush()
         except BrokenPipeError:
             return self._died(proc)
-        importing = target not in self._loaded
+        return self._answer(proc, target, timeout, deadline, import_timeout)
+
+    def _answer(
+        self,
+        proc: subprocess.Popen[bytes],
+        target: str,
+        timeout: float,
+        deadline: float,
+        import_timeout: float,
+    ) -> Outcome:
+        """Read the replies of the trial the worker is on, until its last (or its loss)."""
+        assert proc.stdout is not None
+        module = target.partition(":")[0]
+        importing = module not in self._loaded  # the worker says "imported" once per module
         if importing:  # the import's own limit, then the trial's from when it is done
             deadline = time.monotonic() + import_timeout
         imported: float | None = None
@@ -202,7 +291,6 @@ class PythonWorker:
             if line is None:
                 self.kill()
                 if importing and imported is None:
-                    module = target.partition(":")[0]
                     return Outcome(
                         error=f"importing {module} took longer than import_timeout "
                         f"{import_timeout:g} s; the worker was killed",
@@ -219,13 +307,13 @@ class PythonWorker:
                 died.import_s = imported
                 return died
             try:
-                reply = json.loads(line)
-            except ValueError:
+                reply = json.loads(line.decode())
+            except ValueError:  # UnicodeDecodeError too
                 self.kill()
                 return Outcome(error=GARBLED)
             if "imported" in reply and imported is None:
                 imported = float(reply["imported"])
-                self._loaded.add(target)
+                self._loaded.add(module)
                 deadline = time.monotonic() + timeout
                 continue
             if "waited" in reply:  # for its rate limit's token: the timeout starts now
@@ -235,10 +323,11 @@ class PythonWorker:
         took = reply.get("took")
         call_s = float(took) if isinstance(took, (int, float)) else None
         if "error" in reply:
+            said = reply.get("output")  # the worker's own log tail, from this trial alone
             return Outcome(
                 error=str(reply["error"]),
                 traceback=reply.get("traceback"),
-                output=self.printed(),
+                output=self.printed() if said is None else output_tail(str(said).encode()) or None,
                 import_s=imported,
                 call_s=call_s,
             )

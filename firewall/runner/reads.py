@@ -9,11 +9,22 @@ before the scratch goes. Inside the scratch, nothing outlives a SIGKILLed firewa
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from pathlib import Path
 
 READS_VAR = "FIREWALL_READS"  # the worker's side channel; _worker.py names it too
 
 Reads = dict[str, set[str]]  # target -> the project files it imported or opened
+
+
+def note_reads(scratch: Path, environment: MutableMapping[str, str]) -> Path:
+    """Ask the workers started with ``environment`` to note what they read, into a
+    directory of the run's ``scratch`` (made once; asking again changes nothing)."""
+    directory = scratch / "reads"
+    if environment.get(READS_VAR) != str(directory):
+        directory.mkdir(exist_ok=True)
+        environment[READS_VAR] = str(directory)
+    return directory
 
 
 def recorded(directory: Path, into: Reads) -> None:

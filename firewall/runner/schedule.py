@@ -138,6 +138,22 @@ class Schedule:
             return Task(spec, index, trial_seed(self._seed, spec.id, index), spec.k)
         return None
 
+    def next_task_if(self, fits: Callable[[EvalSpec], bool]) -> Task | None:
+        """The next trial, only if its eval ``fits`` and, under adaptive K, has no trial in
+        flight: one more for a batch the runner sends a worker at once. The trial is one
+        ``next_task`` would hand out now (within the probe's planned trials), and one no
+        result still to come could have cancelled."""
+        while self._ready:
+            probe = self._ready[0]
+            if probe.handed_out >= probe.target:
+                self._ready.popleft()  # stopped since it queued
+                probe.queued = False
+                continue
+            if (self._wanted is not None and probe.in_flight) or not fits(probe.spec):
+                return None
+            return self.next_task()
+        return None
+
     def record(self, task: Task, record: TrialRecord) -> None:
         """Keep a finished trial and let its probe ask for more, or for none."""
         probe = self._probes[task.spec.id]

@@ -347,8 +347,7 @@ def _fold(
     ordered = ordered[-keep:]
     newest = next((e for e in reversed(ordered) if e.get("fingerprint")), None)
     ordered = [
-        e if e is newest else {c: v for c, v in e.items() if c not in _NEWEST_ONLY}
-        for e in ordered
+        e if e is newest else {c: v for c, v in e.items() if c not in _NEWEST_ONLY} for e in ordered
     ]
     document: dict[str, object] = {"eval_id": eval_id}
     for column in _COLUMNS:
