@@ -68,8 +68,8 @@ PROJECT = {
         "def tone(seed):\n    return score(prompt('triage'))\n"
     ),
     "evals/summary.py": (
-        "from evals import helpers\n\n"
-        "def quality(seed):\n    return helpers.score(helpers.prompt('summary'))\n"
+        "from evals import helpers\n\n"  # async: its trials run in the early pool's workers
+        "async def quality(seed):\n    return helpers.score(helpers.prompt('summary'))\n"
     ),
     "evals/lookup.py": (
         "import json\n\n"
