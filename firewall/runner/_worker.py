@@ -1,7 +1,7 @@
 """The trial worker: a child process that imports eval modules once and serves many trials.
 
 It speaks JSON lines: a request ``{"target": "module:function", "seed": S,
-"trial": I}`` on stdin, one reply ``{"result": ...}`` or ``{"error": "..."}``
+"trial": I}`` on stdin (a judge's with ``"output"``, which it is called with first), one reply ``{"result": ...}`` or ``{"error": "..."}``
 on the protocol stream, which opens with one ``{"ready": true}`` line once the
 worker has booted. Eval code never sees that stream: the worker moves it
 to a private descriptor and points file descriptor 1 at stderr, so whatever an
@@ -137,12 +137,14 @@ def serve(*, own_log: bool = False) -> None:
                 waited = take_start(request["rate"])
                 if waited:  # the trial's own timeout starts now, not at the request
                     replies.write(json.dumps({"waited": waited}) + "\n")
+            # A judge's request carries the output it scores, its first argument.
+            args = (request["output"],) if "output" in request else ()
             called = time.perf_counter()  # the call alone: no boot, no import, no protocol
             if is_async:
                 assert loop is not None
-                value = loop.run_until_complete(fn(**kwargs))
+                value = loop.run_until_complete(fn(*args, **kwargs))
             else:
-                value = fn(**kwargs)
+                value = fn(*args, **kwargs)
             reply = {"result": to_payload(value), "took": time.perf_counter() - called}
         except (Exception, SystemExit) as exc:  # any failure costs one trial
             reply = {"error": describe(exc), "traceback": own_traceback(exc)}
@@ -802,6 +804,8 @@ def to_payload(value: Any) -> Any:
         return {"score": float(value)}  # NaN and inf travel as such and are refused upstream
     if isinstance(value, dict):
         return value
+    if isinstance(value, str):  # an output for the eval's judge to score (trial.py checks)
+        return {"output": value}
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return to_payload(value.item())
     raise TypeError(
