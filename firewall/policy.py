@@ -26,6 +26,7 @@ from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall import judging
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.stats import ANOVA, EPSILON, ItemTest, Stats, item_variance, summarize, trial_anova
@@ -237,6 +238,24 @@ def _collapse_rule(
     )
 
 
+def _judge_rule(
+    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
+) -> _Ruled | None:
+    """An eval with a judge whose outputs were judged more than once: the judge alone
+    must not scatter beyond F (``firewall.judging``)."""
+    found = judging.split(trials) if spec.judge is not None else None
+    if found is None:
+        return None
+    scatters = judging.judge_scatters(spec.flakiness, found)
+    check = Check(
+        name="judge",
+        ok=not scatters,
+        actual=f"iqr {fmt(found.judge_iqr)} ({found.share('judge'):.0%} of the variance)",
+        allowed=f"<= {fmt(spec.flakiness)}",
+    )
+    return check, f"{judging.judge_reason(spec.flakiness, found)} ({count})" if scatters else ""
+
+
 def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     """Apply the rule table to one probe; a plain test's decision is told as one (``as_plain``)."""
     decision = _decide(spec, trials)
@@ -316,14 +335,14 @@ def _decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     # first: a collapse its test would see as well is better told by the trial it names.
     if spec.min_pass_rate is None:
         rules = (_iqr_rule, _collapse_rule) if test is None else (_collapse_rule, _item_rule)
-        for rule in rules:
+        for rule in (*rules, _judge_rule):
             ruled = rule(spec, stats, test, trials, count)
             if ruled is None:
                 continue
             check, unstable = ruled
             checks.append(check)
             if unstable:
-                return verdict(Status.QUARANTINE, unstable)
+                return verdict(Status.QUARANTINE, judging.attributed(unstable, spec, trials))
         if test is not None:
             spread += f", item variance p = {_p_text(test.result.p_value)}"
 

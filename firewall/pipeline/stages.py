@@ -12,12 +12,12 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from firewall import adaptive
+from firewall import adaptive, judging
 from firewall.adaptive import Stop
 from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.diagnostics import diagnose
 from firewall.lifecycle import Entry
-from firewall.pipeline import verdict
+from firewall.pipeline import rejudge, verdict
 from firewall.pipeline.suites import noted, registry_entry
 from firewall.policy import Check, Status
 from firewall.runner import Interrupted, Runner, Schedule, Task
@@ -59,8 +59,11 @@ def probe(
     progress: Progress | None = None,
     share_token: bool = False,
     reads: Reads | None = None,
+    rejudge_always: Collection[str] = (),
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
     """Run the trials; return them grouped by eval id, and whether the run completed.
+    Evals with a judge whose probe ended unclear have their outputs judged again
+    (``firewall.pipeline.rejudge``; those of ``rejudge_always`` whatever they showed).
 
     ``share_token`` (``[github] share_token``) lets the evals see the firewall's own
     GitHub token; by default their environment goes without it. ``reads`` is filled with
@@ -87,7 +90,20 @@ def probe(
     finally:
         if progress is not None:
             progress.finish()
-    return schedule.results(), complete
+    results = schedule.results()
+    if complete:
+        try:
+            results = rejudge.rejudge(
+                schedule.specs,
+                results,
+                cwd=cwd,
+                concurrency=concurrency,
+                share_token=share_token,
+                always=rejudge_always,
+            )
+        except KeyboardInterrupt:
+            complete = False  # the judgements so far are lost; the trials stand
+    return results, complete
 
 
 def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = None) -> EvalReport:
@@ -105,6 +121,9 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
             stop=Stop(trials=len(trials), planned=spec.k, why="interrupted"),
         )
     decision, stop = concluded
+    if decision.status is Status.QUARANTINE and spec.judge is not None:  # settled ones too
+        reason = judging.attributed(decision.reason, spec, trials)
+        decision = decision.model_copy(update={"reason": reason})
     report = report_for(
         spec,
         decision.status,
