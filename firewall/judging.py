@@ -192,11 +192,19 @@ def judge_scatters(flakiness: float, found: Split) -> bool:
     return found.judge_iqr > flakiness + EPSILON
 
 
-def judge_reason(flakiness: float, found: Split) -> str:
-    """The reason of an eval quarantined for its judge alone."""
+def judge_leads(spec: EvalSpec, trials: Sequence[TrialRecord]) -> bool:
+    """Whether the judge is the larger source of an eval's scatter, as far as is known."""
+    if spec.judge is None:
+        return False
+    found = split(trials)
+    return found is not None and found.dominant == "judge"
+
+
+def judge_reason(flakiness: float, found: Split, count: str) -> str:
+    """The reason of an eval quarantined for its judge alone (``count``: its trials)."""
     return (
         f"the judge scatters alone: its iqr on one output {fmt(found.judge_iqr)} > flakiness "
-        f"{fmt(flakiness)}; {found.text()}"
+        f"{fmt(flakiness)} ({count}); {found.text()}"
     )
 
 

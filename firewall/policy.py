@@ -253,7 +253,7 @@ def _judge_rule(
         actual=f"iqr {fmt(found.judge_iqr)} ({found.share('judge'):.0%} of the variance)",
         allowed=f"<= {fmt(spec.flakiness)}",
     )
-    return check, f"{judging.judge_reason(spec.flakiness, found)} ({count})" if scatters else ""
+    return check, judging.judge_reason(spec.flakiness, found, count) if scatters else ""
 
 
 def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
@@ -335,7 +335,9 @@ def _decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     # first: a collapse its test would see as well is better told by the trial it names.
     if spec.min_pass_rate is None:
         rules = (_iqr_rule, _collapse_rule) if test is None else (_collapse_rule, _item_rule)
-        for rule in (*rules, _judge_rule):
+        # An eval with a judge: the judge's rule first when the judge is the larger source.
+        rules = (_judge_rule, *rules) if judging.judge_leads(spec, trials) else (*rules, _judge_rule)
+        for rule in rules:
             ruled = rule(spec, stats, test, trials, count)
             if ruled is None:
                 continue

@@ -46,7 +46,8 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
     Prints the raw trial result, then the trial as the firewall records it. A
     trial that errored prints the eval's full traceback and what it printed on
     stdout and stderr; a plain test (`result = "exit-code"`) that failed prints
-    its command's output. The output comes once the trial has ended, through the
+    its command's output. An eval with a judge prints its output and each of its
+    judgements (``judge_repeats_max`` of them). The output comes once the trial has ended, through the
     same filter as everything the firewall prints: in a CI job no line of it can
     be read as a workflow command. Exits 0 when the trial produced a valid
     result, 3 when it errored.
@@ -66,6 +67,8 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
             raise UsageError(unknown_eval_message(eval_id, [s.id for s in project.specs]))
         _replay_case(project, *found, seed=seed, trial=trial, verbose=verbose)
         return
+    if spec.judge is not None:  # its output judged as often as an unclear probe's is
+        spec = spec.model_copy(update={"judge_repeats": spec.judge_repeats_max})
     outcome, record = run_one(
         Task(spec, trial, seed, spec.k),
         cwd=project.cwd,
@@ -77,6 +80,8 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
         output.echo(outcome.traceback.rstrip("\n"))
     if outcome.output and (record.errored or verbose or record.score == 0.0):
         output.echo(f"# what the trial printed:\n{outcome.output}")
+    if outcome.judged is not None:
+        output.echo("\n".join(f"# {line}" for line in outcome.judged.lines()))
     if verbose:
         imported = f", its module imported in {outcome.import_s:.3f} s" if outcome.import_s else ""
         output.echo(f"# took {record.duration_s:.3f} s{imported}")

@@ -61,3 +61,16 @@ class Judged(BaseModel):
     def scores(self) -> list[float]:
         """The scores of the judgements that answered."""
         return [j.score for j in self.judgements if j.error is None and j.score is not None]
+
+    def lines(self) -> list[str]:
+        """The output and each judgement, as `firewall replay` prints them."""
+        shown = self.output if isinstance(self.output, str) else json.dumps(self.output)
+        cut = f" (cut from {self.output_chars:,} characters)" if self.output_chars else ""
+        said = [f"output{cut}:", *(f"  {line}" for line in shown.splitlines() or [""])]
+        for number, judgement in enumerate(self.judgements):
+            head = f"judgement {number} (seed {judgement.seed}) by {self.judge}: "
+            if judgement.error is not None:
+                said.append(head + f"ERROR {judgement.error}")
+            else:
+                said.append(head + f"score {judgement.score} passed {judgement.passed}")
+        return said
