@@ -211,7 +211,9 @@ class EvalEntry(Gate):
         if self.judge is None and (
             "judge_repeats" in self.model_fields_set or "judge_repeats_max" in self.model_fields_set
         ):
-            raise ValueError("`judge_repeats` and `judge_repeats_max` apply to evals with a `judge`")
+            raise ValueError(
+                "`judge_repeats` and `judge_repeats_max` apply to evals with a `judge`"
+            )
         if self.judge is not None and (self.result != "json" or self.inspect is not None):
             kind = "`inspect`" if self.inspect is not None else f'`result = "{self.result}"`'
             raise ValueError(f"`judge` needs an eval that yields an output: not with {kind}")

@@ -103,9 +103,12 @@ class Split:
 
 def judged_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
     """The trials whose output was judged and scored."""
-    return [
-        t for t in trials if t.error is None and t.judged is not None and t.judged.scores
-    ]
+    return [t for t in trials if t.error is None and t.judged is not None and t.judged.scores]
+
+
+def rejudged(trials: Sequence[TrialRecord]) -> bool:
+    """Whether any output of the probe was judged more than once."""
+    return any(t.judged is not None and len(t.judged.judgements) > 1 for t in trials)
 
 
 def split(trials: Sequence[TrialRecord]) -> Split | None:

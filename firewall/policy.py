@@ -336,7 +336,9 @@ def _decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     if spec.min_pass_rate is None:
         rules = (_iqr_rule, _collapse_rule) if test is None else (_collapse_rule, _item_rule)
         # An eval with a judge: the judge's rule first when the judge is the larger source.
-        rules = (_judge_rule, *rules) if judging.judge_leads(spec, trials) else (*rules, _judge_rule)
+        rules = (
+            (_judge_rule, *rules) if judging.judge_leads(spec, trials) else (*rules, _judge_rule)
+        )
         for rule in rules:
             ruled = rule(spec, stats, test, trials, count)
             if ruled is None:

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
-from statsmodels.tools.sm_exceptions import ConvergenceWarning
-from builders import make_spec, python_spec, write_module
+from builders import make_spec, write_module
 from click.testing import CliRunner
+from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
 from firewall import judging
 from firewall.cli import main as cli
@@ -47,7 +47,9 @@ def judged_trials(
             Judgement(seed=j, score=s, passed=s >= 0.8, items=items[index][j] if items else {})
             for j, s in enumerate(scores)
         ]
-        payload, error = judged.combined({}, Judged(judge="j:j", output=f"out-{index}", judgements=made))
+        payload, error = judged.combined(
+            {}, Judged(judge="j:j", output=f"out-{index}", judgements=made)
+        )
         assert error is None and payload is not None
         records.append(
             TrialRecord(
@@ -111,21 +113,30 @@ def test_no_split_without_a_second_judgement_of_any_output() -> None:
 
 def test_binary_items_are_split_per_item_on_the_scale_of_the_score() -> None:
     rng = random.Random(3)
-    marks = [[{f"q{m}": float(rng.random() < 0.7) for m in range(10)} for _ in range(3)] for _ in range(7)]
+    marks = [
+        [{f"q{m}": float(rng.random() < 0.7) for m in range(10)} for _ in range(3)]
+        for _ in range(7)
+    ]
     matrix = [[sum(d.values()) / 10 for d in row] for row in marks]
     found = judging.split(judged_trials(matrix, items=marks))
     assert found is not None and found.per_item
-    per_item = [judging.one_way([[row[j][f"q{m}"] for j in range(3)] for row in marks]) for m in range(10)]
+    per_item = [
+        judging.one_way([[row[j][f"q{m}"] for j in range(3)] for row in marks]) for m in range(10)
+    ]
     assert found.judge == pytest.approx(sum(c[1] for c in per_item if c) / 100)
     assert "per item" in found.text()
 
 
 def test_the_text_names_the_larger_source_first_with_its_numbers() -> None:
-    judge_heavy = judging.split(judged_trials([[0.55, 0.9, 0.7], [0.8, 0.6, 0.75], [0.7, 0.85, 0.6]]))
+    judge_heavy = judging.split(
+        judged_trials([[0.55, 0.9, 0.7], [0.8, 0.6, 0.75], [0.7, 0.85, 0.6]])
+    )
     assert judge_heavy is not None and judge_heavy.dominant == "judge"
     assert judge_heavy.text().startswith("judge: ")
     assert "the same output scored 0.55-0.9 across 3 judgements); model: " in judge_heavy.text()
-    model_heavy = judging.split(judged_trials([[0.5, 0.51, 0.5], [0.9, 0.9, 0.91], [0.7, 0.7, 0.71]]))
+    model_heavy = judging.split(
+        judged_trials([[0.5, 0.51, 0.5], [0.9, 0.9, 0.91], [0.7, 0.7, 0.71]])
+    )
     assert model_heavy is not None and model_heavy.dominant == "model"
     assert model_heavy.text().startswith("model: ")
 
@@ -187,7 +198,9 @@ def test_a_judge_that_cannot_answer_makes_the_trial_an_error() -> None:
 
 def test_judgements_combine_into_the_mean_and_the_majority() -> None:
     made = [Judgement(seed=s, score=v, passed=v >= 0.5) for s, v in enumerate((0.4, 0.6, 0.8))]
-    payload, _ = judged.combined({"metrics": {"tokens": 3.0}}, Judged(judge="m:j", output="x", judgements=made))
+    payload, _ = judged.combined(
+        {"metrics": {"tokens": 3.0}}, Judged(judge="m:j", output="x", judgements=made)
+    )
     assert payload == {"metrics": {"tokens": 3.0}, "score": pytest.approx(0.6), "passed": True}
 
 
@@ -211,7 +224,10 @@ def test_judge_seeds_are_derived_from_the_trial_seed() -> None:
     [
         ({"judge_repeats": 2}, "apply to evals with a `judge`"),
         ({"judge": "m:j", "judge_repeats": 4, "judge_repeats_max": 3}, "must be at least"),
-        ({"judge": "m:j", "command": "x", "python": None, "result": "exit-code"}, "yields an output"),
+        (
+            {"judge": "m:j", "command": "x", "python": None, "result": "exit-code"},
+            "yields an output",
+        ),
         ({"judge": "not a target"}, "judge"),
     ],
 )
@@ -241,7 +257,11 @@ def broken_judge(output, seed):
 
 def _run(tmp_path: Path, spec_target: str, judge: str, command: bool = False) -> list[TrialRecord]:
     write_module(tmp_path, "project", PROJECT)
-    kind = {"kind": "command", "target": spec_target} if command else {"kind": "python", "target": spec_target}
+    kind = (
+        {"kind": "command", "target": spec_target}
+        if command
+        else {"kind": "python", "target": spec_target}
+    )
     spec = make_spec(**kind, judge=judge, judge_repeats=2, judge_repeats_max=3)
     return Runner(concurrency=2, cwd=tmp_path).run([Task(spec, i, 10 + i, 3) for i in range(3)])
 
@@ -251,14 +271,16 @@ def test_a_python_eval_yields_an_output_its_judge_scores(tmp_path: Path) -> None
     for record in records:
         assert record.error is None and record.judged is not None
         assert len(record.judged.judgements) == 2
-        assert [j.seed for j in record.judged.judgements] == [judge_seed(record.seed, n) for n in (0, 1)]
+        assert [j.seed for j in record.judged.judgements] == [
+            judge_seed(record.seed, n) for n in (0, 1)
+        ]
         assert record.score == pytest.approx(0.5 + 0.4 * int(str(record.judged.output)[-1]))
     data = json.loads(records[0].model_dump_json())
     assert {"judge", "output", "judgements"} <= set(data["judged"])
 
 
 def test_a_command_eval_yields_an_output_in_its_result_json(tmp_path: Path) -> None:
-    command = "echo '{\"output\": \"reply-1\", \"metrics\": {\"tokens\": 5}}'"
+    command = 'echo \'{"output": "reply-1", "metrics": {"tokens": 5}}\''
     records = _run(tmp_path, command, "project:judge", command=True)
     assert [r.score for r in records] == [pytest.approx(0.9)] * 3
     assert records[0].metrics == {"tokens": 5.0}
@@ -274,11 +296,17 @@ def test_a_judge_that_raises_errs_the_trial_and_a_scored_output_is_refused(tmp_p
 
 def test_rejudging_adds_judgements_without_generating_again(tmp_path: Path) -> None:
     records = _run(tmp_path, "project:gen", "project:judge")
-    spec = make_spec(kind="python", target="project:gen", judge="project:judge", judge_repeats_max=3)
-    (tmp_path / "project.py").write_text(PROJECT.replace("def gen(seed):", "def gen(seed):\n    raise SystemExit"))
+    spec = make_spec(
+        kind="python", target="project:gen", judge="project:judge", judge_repeats_max=3
+    )
+    (tmp_path / "project.py").write_text(
+        PROJECT.replace("def gen(seed):", "def gen(seed):\n    raise SystemExit")
+    )
     again = judged.rejudge([(spec, r, 1) for r in records], cwd=tmp_path, concurrency=2)
     assert [len(r.judged.judgements) for r in again if r.judged] == [3, 3, 3]
-    assert [r.judged.output for r in again if r.judged] == [r.judged.output for r in records if r.judged]
+    assert [r.judged.output for r in again if r.judged] == [
+        r.judged.output for r in records if r.judged
+    ]
 
 
 def test_replay_shows_the_output_and_each_judgement(
@@ -301,7 +329,15 @@ def test_the_example_tells_the_model_from_the_judge(monkeypatch: pytest.MonkeyPa
     monkeypatch.chdir(REPO)
     result = CliRunner().invoke(
         cli,
-        ["run", "--dry-run", "--no-issues", "--config", "examples/judge/firewall.toml", "--format", "json"],
+        [
+            "run",
+            "--dry-run",
+            "--no-issues",
+            "--config",
+            "examples/judge/firewall.toml",
+            "--format",
+            "json",
+        ],
         catch_exceptions=False,
     )
     data = json.loads(result.stdout)
@@ -310,4 +346,6 @@ def test_the_example_tells_the_model_from_the_judge(monkeypatch: pytest.MonkeyPa
     assert reasons["reply-noisy-judge"][1].startswith("the judge scatters alone")
     assert reasons["reply-sampled-model"][0] == "quarantine"
     assert "; model: " in reasons["reply-sampled-model"][1]
-    assert reasons["reply-sampled-model"][1].index("model:") < reasons["reply-sampled-model"][1].index("judge:")
+    assert reasons["reply-sampled-model"][1].index("model:") < reasons["reply-sampled-model"][
+        1
+    ].index("judge:")

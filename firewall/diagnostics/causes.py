@@ -328,9 +328,7 @@ def _bimodal_hint(trials: Sequence[TrialRecord]) -> Hint | None:
     )
 
 
-def _source_hints(
-    trials: Sequence[TrialRecord], drift: Sequence[FieldDrift]
-) -> list[Hint | None]:
+def _source_hints(trials: Sequence[TrialRecord], drift: Sequence[FieldDrift]) -> list[Hint | None]:
     """The judge or the model, from the split of a judged eval's variance; else the
     guess from drifting fields."""
     found = judging.split(trials)

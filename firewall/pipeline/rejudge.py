@@ -30,7 +30,10 @@ def unclear(spec: EvalSpec, trials: Sequence[TrialRecord]) -> bool:
 
 
 def wanted(
-    specs: Sequence[EvalSpec], results: Mapping[str, list[TrialRecord]], *, always: Collection[str] = ()
+    specs: Sequence[EvalSpec],
+    results: Mapping[str, list[TrialRecord]],
+    *,
+    always: Collection[str] = (),
 ) -> list[tuple[EvalSpec, TrialRecord, int]]:
     """The outputs to judge again: each judged trial of an eval that wants more (an
     unclear one, or one of ``always``), and how many more judgements it takes to reach

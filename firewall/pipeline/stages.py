@@ -19,7 +19,7 @@ from firewall.diagnostics import diagnose
 from firewall.lifecycle import Entry
 from firewall.pipeline import rejudge, verdict
 from firewall.pipeline.suites import noted, registry_entry
-from firewall.policy import Check, Status
+from firewall.policy import Check, Status, decide
 from firewall.runner import Interrupted, Runner, Schedule, Task
 from firewall.runner.reads import Reads
 from firewall.runner.trial import TrialRecord
@@ -110,6 +110,10 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
     """Decide one eval from its trials, with the diagnostics that explain the decision."""
     trials = sorted(trials, key=lambda trial: trial.index)
     concluded = adaptive.conclude(spec, trials)
+    if concluded is None and judging.rejudged(trials):
+        # Settled short of k on its first judgements, then judged again: decided on the
+        # trials it has, as it stands (re-judging generates nothing, so none are missing).
+        concluded = decide(spec, trials), Stop(trials=len(trials), planned=spec.k, why="settled")
     if concluded is None:
         return report_for(
             spec,

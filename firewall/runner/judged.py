@@ -115,7 +115,9 @@ def _judgement(outcome: Outcome, seed: int, task: Task) -> Judgement:
     )
     if record.error is not None:
         return Judgement(
-            seed=seed, error=record.error.replace("eval reported", "judge reported"), duration_s=took
+            seed=seed,
+            error=record.error.replace("eval reported", "judge reported"),
+            duration_s=took,
         )
     return Judgement(
         seed=seed,
@@ -163,12 +165,19 @@ def rejudged(record: TrialRecord, more: Sequence[Judgement], spec: EvalSpec) -> 
         "prompt_version": record.prompt_version,
     }
     payload, error = combined({k: v for k, v in rest.items() if v}, judged)
-    timing = {"index": record.index, "seed": record.seed, "duration_s": record.duration_s}
+    index, seed, took, in_flight = record.index, record.seed, record.duration_s, record.in_flight
     if error is not None:
-        remade = error_record(**timing, error=error, in_flight=record.in_flight)
+        remade = error_record(
+            index=index, seed=seed, error=error, duration_s=took, in_flight=in_flight
+        )
     else:
         remade = record_from_payload(
-            payload, **timing, pass_score=spec.pass_score, in_flight=record.in_flight
+            payload,
+            index=index,
+            seed=seed,
+            pass_score=spec.pass_score,
+            duration_s=took,
+            in_flight=in_flight,
         )
     kept = {"import_s": record.import_s, "boot_s": record.boot_s, "blocked_s": record.blocked_s}
     return remade.model_copy(update={"judged": judged, **kept})
@@ -205,9 +214,7 @@ def rejudge(
             task = Task(spec, record.index, record.seed, spec.k)
             call = caller(spec, record.index, own_worker())
             start = len(record.judged.judgements)
-            return rejudged(
-                record, judgements(task, record.judged.whole, start, count, call), spec
-            )
+            return rejudged(record, judgements(task, record.judged.whole, start, count, call), spec)
 
         try:
             with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(wanted)))) as threads:

@@ -79,9 +79,13 @@ class TrialPayload(BaseModel):
 
     @model_validator(mode="after")
     def _score_or_verdict(self) -> TrialPayload:
-        if self.score is None and self.passed is None and self.error is None:
-            if self.output is None:
-                raise ValueError("`score` is required unless `passed` or `error` is given")
+        if (
+            self.score is None
+            and self.passed is None
+            and self.error is None
+            and self.output is None
+        ):
+            raise ValueError("`score` is required unless `passed` or `error` is given")
         for case, value in self.items.items():
             if not isinstance(value, bool) and not 0 <= value <= 1:
                 raise ValueError(f"items.{case} must be a score in [0, 1] or a bool, got {value}")
