@@ -3,9 +3,10 @@
 It speaks JSON lines: a request ``{"target": "module:function", "seed": S,
 "trial": I}`` on stdin (a judge's also has the ``"output"`` it is called with),
 one reply ``{"result": ...}`` or ``{"error": "..."}`` on the protocol stream,
-which opens with one ``{"ready": true}`` line once the worker has booted. Eval code never sees that stream: the worker moves it
-to a private descriptor and points file descriptor 1 at stderr, so whatever an
-eval prints lands in the worker's log and can never be taken for a reply.
+which opens with one ``{"ready": true}`` line once the worker has booted. Eval
+code never sees that stream: the worker moves it to a private descriptor and
+points file descriptor 1 at stderr, so whatever an eval prints lands in the
+worker's log and can never be taken for a reply.
 
 ``--pool`` serves many ``async def`` trials at once instead, each a task on one
 event loop, with an id on every request and reply (the pool section below says

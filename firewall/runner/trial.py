@@ -226,7 +226,8 @@ def record_from_payload(
         return _with_attribution(failed(f"eval reported: {result.error}"), result)
     if result.score is None and result.passed is None:
         return failed(
-            "the result has an `output` and no `score`: an eval that yields an output names "
+            f"the result has an `output` (a {type(result.output).__name__}) and no `score`: "
+            "an eval that yields an output names "
             'a judge to score it (`judge = "module:function"`), or returns a score'
         )
     score = result.score if result.score is not None else float(bool(result.passed))
