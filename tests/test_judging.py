@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
-from builders import make_spec, write_module
+from builders import make_artefact, make_spec, write_module
 from click.testing import CliRunner
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
@@ -29,6 +29,7 @@ from firewall.config import EvalEntry
 from firewall.pipeline import rejudge
 from firewall.pipeline.stages import judge as decide_report
 from firewall.policy import Status, decide
+from firewall.report.html import render_html
 from firewall.runner import Runner, Task, judged
 from firewall.runner.judgement import OUTPUT_KEPT_CHARS, Judged, Judgement
 from firewall.runner.seeds import judge_seed
@@ -349,3 +350,13 @@ def test_the_example_tells_the_model_from_the_judge(monkeypatch: pytest.MonkeyPa
     assert reasons["reply-sampled-model"][1].index("model:") < reasons["reply-sampled-model"][
         1
     ].index("judge:")
+
+
+def test_the_strip_plot_draws_each_outputs_judgements_as_a_small_range() -> None:
+    spec = make_spec(judge="j:j", threshold=0.6, pass_score=0.6)
+    report = decide_report(
+        spec, judged_trials([[0.55, 0.9, 0.7], [0.8, 0.6, 0.75], [0.7, 0.85, 0.6]])
+    )
+    page = render_html(make_artefact(report))
+    assert page.count('class="judged"') == 3 * (1 + 3)  # a span and three ticks per output
+    assert "judged 0.55, 0.9, 0.7" in page
