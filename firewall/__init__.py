@@ -38,6 +38,7 @@ class TrialResult:
     model_id: str | None = None
     prompt_version: str | None = None
     error: str | None = None
+    output: Any = None  # what an eval with a judge yields for its judge to score
 
     def to_json(self) -> dict[str, Any]:
         """The trial result JSON object, leaving out what was not set."""
@@ -64,12 +65,16 @@ def eval(  # shadows the builtin on purpose: `firewall.eval` is the name users w
 
     Use as ``@firewall.eval`` or ``@firewall.eval(threshold=0.85, k=9)``. The
     options are the per-eval keys of the configuration; the id defaults to the
-    function name with ``_`` turned into ``-``. The function is returned
+    function name with ``_`` turned into ``-``; ``judge`` may be the judge function
+    itself or its ``"module:function"``. The function is returned
     unchanged, so it stays callable as plain code.
     """
 
     def mark(func: F) -> F:
         eval_id = id if id is not None else func.__name__.replace("_", "-")
+        judge = options.get("judge")
+        if callable(judge):  # `judge=score_answer`: named as the config names it
+            options["judge"] = f"{judge.__module__}:{judge.__qualname__}"
         setattr(func, EVAL_ATTRIBUTE, {"id": eval_id, **options})
         return func
 

@@ -32,6 +32,9 @@ MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: past what the OS's timers take is no ti
 MAX_FENCE = 100.0  # a fence further out than 100 IQRs is the rule turned off: say 0
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.9999  # what a Wilson bound is computed at
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+TARGET_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"  # a Python "module:function"
+DEFAULT_JUDGE_REPEATS_MAX = 3  # judgements per output an unclear probe is re-judged up to
+MAX_JUDGE_REPEATS = 100
 RATE_PATTERN = r"^\d+(\.\d+)?/(s|sec|second|min|minute|h|hour)$"
 _PER = {
     "s": 1.0,
@@ -135,7 +138,7 @@ class EvalEntry(Gate):
 
     id: str = Field(pattern=ID_PATTERN)
     command: str | None = Field(default=None, min_length=1)
-    python: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    python: str | None = Field(default=None, pattern=TARGET_PATTERN)
     inspect: str | None = Field(default=None, pattern=INSPECT_PATTERN)  # an Inspect AI task
     # The Inspect task's model, as `inspect eval --model` takes it ("none": a task that needs none).
     model: str | None = Field(default=None, pattern=r"^([\w.-]+/\S+|none)$")
@@ -157,6 +160,11 @@ class EvalEntry(Gate):
     # globs of project files, and names of environment variables whose values count.
     inputs: list[Annotated[str, Field(min_length=1)]] = []
     env: list[Annotated[str, Field(pattern=ENV_PATTERN)]] = []
+    # A judge apart (contract §4): the eval yields an `output`, "module:function" scores it,
+    # each output `judge_repeats` times, up to `judge_repeats_max` when the probe is unclear.
+    judge: str | None = Field(default=None, pattern=TARGET_PATTERN)
+    judge_repeats: int = Field(default=1, ge=1, le=MAX_JUDGE_REPEATS)
+    judge_repeats_max: int = Field(default=DEFAULT_JUDGE_REPEATS_MAX, ge=1, le=MAX_JUDGE_REPEATS)
 
     @field_validator("owner")
     @classmethod
@@ -202,6 +210,22 @@ class EvalEntry(Gate):
             raise ValueError(
                 "`junit_xml` needs {trial} in it (e.g. build/junit-{trial}.xml): trials in "
                 "flight together must not write one file"
+            )
+        if self.judge is None and (
+            "judge_repeats" in self.model_fields_set or "judge_repeats_max" in self.model_fields_set
+        ):
+            raise ValueError(
+                "`judge_repeats` and `judge_repeats_max` apply to evals with a `judge`"
+            )
+        if self.judge is not None and (self.result != "json" or self.inspect is not None):
+            kind = "`inspect`" if self.inspect is not None else f'`result = "{self.result}"`'
+            raise ValueError(f"`judge` needs an eval that yields an output: not with {kind}")
+        if "judge_repeats_max" in self.model_fields_set and (
+            self.judge_repeats_max < self.judge_repeats
+        ):
+            raise ValueError(
+                f"`judge_repeats_max` ({self.judge_repeats_max}) must be at least "
+                f"`judge_repeats` ({self.judge_repeats})"
             )
         return self
 

@@ -28,6 +28,7 @@ from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall import judging
 from firewall._stats import ANOVA, EPSILON, ItemTest, Stats, item_variance, summarize, trial_anova
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
@@ -239,6 +240,24 @@ def _collapse_rule(
     )
 
 
+def _judge_rule(
+    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
+) -> _Ruled | None:
+    """An eval with a judge whose outputs were judged more than once: the judge alone
+    must not scatter beyond F (``firewall.judging``)."""
+    found = judging.split(trials) if spec.judge is not None else None
+    if found is None:
+        return None
+    scatters = judging.judge_scatters(spec.flakiness, found)
+    check = Check(
+        name="judge",
+        ok=not scatters,
+        actual=f"iqr {fmt(found.judge_iqr)} ({found.share('judge'):.0%} of the variance)",
+        allowed=f"<= {fmt(spec.flakiness)}",
+    )
+    return check, judging.judge_reason(spec.flakiness, found, count) if scatters else ""
+
+
 @dataclass(frozen=True)
 class Probe:
     """What every rule reads: the eval's settings, its trials and their statistics."""
@@ -369,16 +388,20 @@ def _instability(probe: Probe) -> Ruling:
     """
     if probe.spec.min_pass_rate is not None:
         return Ruling()
+    spec, trials = probe.spec, probe.trials
     rules = (_iqr_rule, _collapse_rule) if probe.test is None else (_collapse_rule, _item_rule)
+    # An eval with a judge: the judge's rule first when the judge is the larger source.
+    rules = (_judge_rule, *rules) if judging.judge_leads(spec, trials) else (*rules, _judge_rule)
     checks: list[Check] = []
     for rule in rules:
-        ruled = rule(probe.spec, probe.stats, probe.test, probe.trials, probe.count)
+        ruled = rule(spec, probe.stats, probe.test, trials, probe.count)
         if ruled is None:
             continue
         check, unstable = ruled
         checks.append(check)
         if unstable:
-            return Ruling(tuple(checks), Status.QUARANTINE, unstable)
+            reason = judging.attributed(unstable, spec, trials)
+            return Ruling(tuple(checks), Status.QUARANTINE, reason)
     return Ruling(tuple(checks))
 
 

@@ -83,6 +83,11 @@ class EvalSpec(BaseModel):
     # names of environment variables whose values count.
     inputs: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
+    # A judge apart (firewall.judging): "module:function" scores each trial's output,
+    # judge_repeats times, up to judge_repeats_max when the probe ends unclear.
+    judge: str | None = None
+    judge_repeats: int = 1
+    judge_repeats_max: int = 1
     source: Source
 
     @model_validator(mode="before")
@@ -137,6 +142,7 @@ class EvalSpec(BaseModel):
             task_args=entry.task_args,
             inputs=tuple(entry.inputs),
             env=tuple(entry.env),
+            **_judging(entry),
             source=source,
         )
 
@@ -257,6 +263,16 @@ def smallest_k(min_pass_rate: float, confidence: float) -> int | None:
         else:
             low = middle + 1
     return low
+
+
+def _judging(entry: EvalEntry) -> dict[str, Any]:
+    """The judge's settings; a ``judge_repeats`` above the default ceiling raises it."""
+    if entry.judge is None:
+        return {}
+    most = entry.judge_repeats_max
+    if "judge_repeats_max" not in entry.model_fields_set:
+        most = max(most, entry.judge_repeats)
+    return {"judge": entry.judge, "judge_repeats": entry.judge_repeats, "judge_repeats_max": most}
 
 
 def _rate(entry: EvalEntry, settings: Settings) -> dict[str, Any]:

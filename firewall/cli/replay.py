@@ -44,9 +44,10 @@ def replay(eval_id: str, seed: int, trial: int, config_path: Path | None, verbos
     Prints the raw trial result, then the trial as the firewall records it. A
     trial that errored prints the eval's full traceback and what it printed on
     stdout and stderr; a plain test (`result = "exit-code"`) that failed prints
-    its command's output. The output comes once the trial has ended, through the
-    same filter as everything the firewall prints: in a CI job no line of it can
-    be read as a workflow command. Exits 0 when the trial produced a valid
+    its command's output. An eval with a judge prints its output and each of its
+    judgements (``judge_repeats_max`` of them). The output comes once the trial has
+    ended, through the same filter as everything the firewall prints: in a CI job no
+    line of it can be read as a workflow command. Exits 0 when the trial produced a valid
     result, 3 when it errored.
 
     A suite's case (`SUITE/case`) is replayed by running the suite's command
@@ -72,6 +73,8 @@ def _show_trial(replayed: TrialReplay, *, verbose: bool) -> None:
         output.echo(outcome.traceback.rstrip("\n"))
     if outcome.output and (record.errored or verbose or record.score == 0.0):
         output.echo(f"# what the trial printed:\n{outcome.output}")
+    if outcome.judged is not None:
+        output.echo("\n".join(f"# {line}" for line in outcome.judged.lines()))
     if verbose:
         imported = f", its module imported in {outcome.import_s:.3f} s" if outcome.import_s else ""
         output.echo(f"# took {record.duration_s:.3f} s{imported}")

@@ -26,8 +26,16 @@ few cases          1-3 cases flip, and at most 20% of the cases,     0.7
 two behaviours     the largest gap in the sorted scores leaves >= 2   0.5
                    trials each side, is >= 0.05 and > 3x the wider
                    side's range (not for plain 0/1 scores)
-sampling           some output field drifts (drift > 0)               0.4
+judge              an eval with a judge whose outputs were judged     0.9
+                   more than once: the judge holds more of the
+                   variance than the model (firewall.judging)
+sampling           the model holds more of an eval with a judge's     0.9
+                   variance; else some output field drifts            0.4
+                   (drift > 0)
 =================  ================================================  ==============
+
+Where the split of a judged eval's variance is known, it replaces the guess from
+drifting fields: the sampling hint then quotes the split.
 
 Hints are ranked by weight, ties in the order of the table. The weights put a
 change of the system under test first (nothing else can be read until it is
@@ -43,6 +51,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from firewall import judging
 from firewall._stats import EPSILON, iqr
 from firewall.diagnostics.drift import DISPLAY_CHARS, case_ids
 from firewall.diagnostics.models import CaseFlip, Cause, FieldDrift, Hint
@@ -133,7 +142,7 @@ def hints(
         _warm_up_hint(ordered),
         _few_cases_hint(ordered, flips),
         _bimodal_hint(ordered),
-        _sampling_hint(drift),
+        *_source_hints(ordered, drift),
     ]
     order = list(Cause)
     present = [hint for hint in found if hint is not None]
@@ -317,6 +326,32 @@ def _bimodal_hint(trials: Sequence[TrialRecord]) -> Hint | None:
         f"{fmt(BIMODAL_GAP_RATIO)}x the wider group's range {fmt(spread)} "
         f"(smaller group: trials {indices})",
     )
+
+
+def _source_hints(trials: Sequence[TrialRecord], drift: Sequence[FieldDrift]) -> list[Hint | None]:
+    """The judge or the model, from the split of a judged eval's variance; else the
+    guess from drifting fields."""
+    found = judging.split(trials)
+    if found is None:
+        return [_sampling_hint(drift)]
+    if found.dominant == "judge":
+        return [
+            Hint(
+                kind=Cause.JUDGE,
+                cause=f"the judge: it scores the same output differently; {judging.PIN}",
+                weight=0.9,
+                evidence=found.text(),
+            )
+        ]
+    return [
+        Hint(
+            kind=Cause.SAMPLING,
+            cause="sampling randomness: the outputs themselves differ (temperature, top_p, "
+            "unpinned seed, the prompt), not their judge",
+            weight=0.9,
+            evidence=found.text(),
+        )
+    ]
 
 
 def _sampling_hint(drift: Sequence[FieldDrift]) -> Hint | None:

@@ -55,6 +55,7 @@ class Cause(str, enum.Enum):
     WARM_UP = "warm-up"
     FEW_CASES = "few-cases"
     BIMODAL = "bimodal"
+    JUDGE = "judge"
     SAMPLING = "sampling"
 
 

@@ -82,6 +82,7 @@ def nightly(
         seed=options.seed,
         k=options.k or ctx.settings.nightly.k,
         progress=progress,
+        rejudge_always=wanted,  # quarantined: whether the judge is why is asked every night
     )
     reports = _judge(ctx, part, wanted, probe_all=options.probe_all)
     events = _missing(ctx, before, part, reports)

@@ -44,5 +44,7 @@ def replay(ctx: Context, eval_id: str, *, seed: int, trial: int) -> TrialReplay 
         return suites.replay_case(
             suite, case, seed=seed, trial=trial, cwd=ctx.cwd, share_token=share_token
         )
+    if spec.judge is not None:  # its output judged as often as an unclear probe's is
+        spec = spec.model_copy(update={"judge_repeats": spec.judge_repeats_max})
     outcome, record = run_one(Task(spec, trial, seed, spec.k), cwd=ctx.cwd, share_token=share_token)
     return TrialReplay(spec, trial, seed, outcome, record)

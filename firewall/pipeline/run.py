@@ -263,8 +263,11 @@ def probe_part(
     progress: TrialCounter | None = None,
     reads: Reads | None = None,
     early: Early | None = None,
+    rejudge_always: Collection[str] = (),
 ) -> Probed:
-    """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part."""
+    """Run the trials of ``probed`` (some of ``chosen``) and keep them as a part;
+    ``rejudge_always``: evals with a judge whose outputs are judged again whatever
+    they showed (the nightly's quarantined ones)."""
     started = ctx.clock()
     base_seed = seed.draw()
     schedule = plan(probed, base_seed, k)
@@ -276,6 +279,7 @@ def probe_part(
         share_token=ctx.settings.github.share_token,
         reads=reads,
         early=early,
+        rejudge_always=rejudge_always,
     )
     effective = {spec.id: spec for spec in schedule.specs}
     # Suites become their cases here, before anything is decided or written.

@@ -12,15 +12,15 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from firewall import adaptive
+from firewall import adaptive, judging
 from firewall._stats import Stats
 from firewall.adaptive import Stop
 from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.diagnostics import diagnose
 from firewall.lifecycle import Entry
-from firewall.pipeline import verdict
+from firewall.pipeline import rejudge, verdict
 from firewall.pipeline.suites import noted, registry_entry
-from firewall.policy import Check, Status
+from firewall.policy import Check, Status, decide
 from firewall.runner import Early, Interrupted, Runner, Schedule, Task
 from firewall.runner.reads import Reads
 from firewall.runner.trial import TrialRecord
@@ -60,8 +60,11 @@ def probe(
     share_token: bool = False,
     reads: Reads | None = None,
     early: Early | None = None,
+    rejudge_always: Collection[str] = (),
 ) -> tuple[dict[str, list[TrialRecord]], bool]:
     """Run the trials; return them grouped by eval id, and whether the run completed.
+    Evals with a judge whose probe ended unclear have their outputs judged again
+    (``firewall.pipeline.rejudge``; those of ``rejudge_always`` whatever they showed).
 
     ``share_token`` (``[github] share_token``) lets the evals see the firewall's own
     GitHub token; by default their environment goes without it. ``reads`` is filled with
@@ -93,13 +96,30 @@ def probe(
     finally:
         if progress is not None:
             progress.finish()
-    return schedule.results(), complete
+    results = schedule.results()
+    if complete:
+        try:
+            results = rejudge.rejudge(
+                schedule.specs,
+                results,
+                cwd=cwd,
+                concurrency=concurrency,
+                share_token=share_token,
+                always=rejudge_always,
+            )
+        except KeyboardInterrupt:
+            complete = False  # the judgements so far are lost; the trials stand
+    return results, complete
 
 
 def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = None) -> EvalReport:
     """Decide one eval from its trials, with the diagnostics that explain the decision."""
     trials = sorted(trials, key=lambda trial: trial.index)
     concluded = adaptive.conclude(spec, trials)
+    if concluded is None and judging.rejudged(trials):
+        # Settled short of k on its first judgements, then judged again: decided on the
+        # trials it has, as it stands (re-judging generates nothing, so none are missing).
+        concluded = decide(spec, trials), Stop(trials=len(trials), planned=spec.k, why="settled")
     if concluded is None:
         return report_for(
             spec,
@@ -111,6 +131,9 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
             stop=Stop(trials=len(trials), planned=spec.k, why="interrupted"),
         )
     decision, stop = concluded
+    if decision.status is Status.QUARANTINE and spec.judge is not None:  # settled ones too
+        reason = judging.attributed(decision.reason, spec, trials)
+        decision = decision.model_copy(update={"reason": reason})
     report = report_for(
         spec,
         decision.status,

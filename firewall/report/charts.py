@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from firewall.text import fmt
 
@@ -42,6 +43,7 @@ class Mark:
     value: float
     title: str
     css: str = ""
+    judgements: tuple[float, ...] = ()  # an eval with a judge: each judgement of the output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +52,10 @@ class Dot:
     y: str  # pixels
     title: str
     css: str
+    # An output judged more than once: its judgements' span (x from, x to) and each one's x,
+    # drawn as a small range through the dot.
+    span: tuple[str, str] | None = None
+    judgements: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +98,7 @@ def strip_plot(
     quartiles: tuple[float, float, float] | None,
 ) -> StripPlot:
     """Trials on the score axis, with ``quartiles`` (q1, median, q3) as band and line."""
-    values = [mark.value for mark in marks]
+    values = [mark.value for mark in marks] + [v for mark in marks for v in mark.judgements]
     low = min([0.0, threshold, *values])
     high = max([1.0, threshold, *values])
 
@@ -105,6 +111,7 @@ def strip_plot(
             y=_px(STRIP_TOP + STRIP_HEIGHT * ((position * _GOLDEN) % 1.0)),
             title=mark.title,
             css=mark.css,
+            **_judgements(mark, x),
         )
         for position, mark in enumerate(marks)
     )
@@ -144,6 +151,16 @@ def trend_chart(marks: Sequence[Mark | None], *, threshold: float) -> TrendChart
     )
     ticks = tuple(Tick(at=y(value), label=fmt(value)) for value in (1.0, 0.5, 0.0))
     return TrendChart(dots=dots, segments=segments, ticks=ticks, threshold=y(threshold))
+
+
+def _judgements(mark: Mark, x: Callable[[float], float]) -> dict[str, Any]:
+    """A dot's judgements, when its output was judged more than once."""
+    if len(mark.judgements) < 2:
+        return {}
+    return {
+        "span": (_pct(x(min(mark.judgements))), _pct(x(max(mark.judgements)))),
+        "judgements": tuple(_pct(x(value)) for value in mark.judgements),
+    }
 
 
 def _pct(value: float) -> str:

@@ -202,8 +202,10 @@ def _strip(report: EvalReport) -> tuple[StripPlot | None, str]:
         Mark(
             value=trial.score,
             title=f"trial {trial.index}, seed {trial.seed}: {fmt(trial.score)}"
-            + ("" if trial.passed is None else " passed" if trial.passed else " failed"),
+            + ("" if trial.passed is None else " passed" if trial.passed else " failed")
+            + _judged(trial),
             css="" if trial.passed is None else "ok" if trial.passed else "bad",
+            judgements=tuple(trial.judged.scores) if trial.judged is not None else (),
         )
         for trial in report.trials
         if trial.score is not None and trial.error is None
@@ -218,6 +220,13 @@ def _strip(report: EvalReport) -> tuple[StripPlot | None, str]:
     words.append(f"threshold {fmt(report.threshold)}")
     plot = strip_plot(marks, threshold=report.threshold, quartiles=spread) if marks else None
     return plot, "; ".join(words)
+
+
+def _judged(trial: TrialRecord) -> str:
+    """A judged output's judgements, for its dot's tooltip."""
+    if trial.judged is None or len(trial.judged.scores) < 2:
+        return ""
+    return "; judged " + ", ".join(fmt(score) for score in trial.judged.scores)
 
 
 def _quartiles(stats: Stats, marks: Sequence[Mark]) -> tuple[float, float, float] | None:

@@ -36,9 +36,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from firewall.adapters import inspect_eval
+from firewall.runner import judged
 from firewall.runner.command import run_command
 from firewall.runner.outcome import Outcome
 from firewall.runner.pool import Alone, AsyncPool
@@ -467,6 +468,21 @@ class Runner:
 def execute(
     task: Task,
     *,
+    worker: PythonWorker,
+    register: Callable[[int | None], None] = lambda pid: None,
+    **options: Any,
+) -> Outcome:
+    """Run one trial (``generate``) and, for an eval with a judge, judge its output in
+    the same slot's worker (``firewall.runner.judged``)."""
+    outcome = generate(task, worker=worker, register=register, **options)
+    if task.spec.judge is None:
+        return outcome
+    return judged.judge(task, outcome, judged.caller(task.spec, task.index, worker, register))
+
+
+def generate(
+    task: Task,
+    *,
     cwd: Path,
     worker: PythonWorker,
     result_path: Path,
@@ -612,6 +628,8 @@ def to_record(task: Task, outcome: Outcome, duration_s: float, in_flight: int) -
     if outcome.cases is not None:
         cases = [SuiteCase(**dataclasses.asdict(case)) for case in outcome.cases]
         record = record.model_copy(update={"cases": cases})
+    if outcome.judged is not None:
+        record = record.model_copy(update={"judged": outcome.judged})
     return record
 
 

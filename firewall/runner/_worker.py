@@ -1,11 +1,12 @@
 """The trial worker: a child process that imports eval modules once and serves many trials.
 
 It speaks JSON lines: a request ``{"target": "module:function", "seed": S,
-"trial": I}`` on stdin, one reply ``{"result": ...}`` or ``{"error": "..."}``
-on the protocol stream, which opens with one ``{"ready": true}`` line once the
-worker has booted. Eval code never sees that stream: the worker moves it
-to a private descriptor and points file descriptor 1 at stderr, so whatever an
-eval prints lands in the worker's log and can never be taken for a reply.
+"trial": I}`` on stdin (a judge's also has the ``"output"`` it is called with),
+one reply ``{"result": ...}`` or ``{"error": "..."}`` on the protocol stream,
+which opens with one ``{"ready": true}`` line once the worker has booted. Eval
+code never sees that stream: the worker moves it to a private descriptor and
+points file descriptor 1 at stderr, so whatever an eval prints lands in the
+worker's log and can never be taken for a reply.
 
 ``--pool`` serves many ``async def`` trials at once instead, each a task on one
 event loop, with an id on every request and reply (the pool section below says
@@ -142,12 +143,14 @@ def serve(*, own_log: bool = False) -> None:
                 waited = take_start(request["rate"])
                 if waited:  # the trial's own timeout starts now, not at the request
                     replies.write(json.dumps({"waited": waited}) + "\n")
+            # A judge's request carries the output it scores, its first argument.
+            args = (request["output"],) if "output" in request else ()
             called = time.perf_counter()  # the call alone: no boot, no import, no protocol
             if is_async:
                 assert loop is not None
-                value = loop.run_until_complete(fn(**kwargs))
+                value = loop.run_until_complete(fn(*args, **kwargs))
             else:
-                value = fn(**kwargs)
+                value = fn(*args, **kwargs)
             reply = {"result": to_payload(value), "took": time.perf_counter() - called}
         except (Exception, SystemExit) as exc:  # any failure costs one trial
             reply = {"error": describe(exc), "traceback": own_traceback(exc)}
@@ -827,6 +830,8 @@ def to_payload(value: Any) -> Any:
         return {"score": float(value)}  # NaN and inf travel as such and are refused upstream
     if isinstance(value, dict):
         return value
+    if isinstance(value, str):  # an output for the eval's judge to score (trial.py checks)
+        return {"output": value}
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return to_payload(value.item())
     raise TypeError(

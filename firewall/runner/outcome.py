@@ -6,6 +6,7 @@ import dataclasses
 import signal
 from typing import Any
 
+from firewall.runner.judgement import Judged
 from firewall.runner.junit import Case
 from firewall.text import one_line
 
@@ -27,6 +28,7 @@ class Outcome:
     blocked_s: float | None = None  # an async trial held its worker's event loop this long
     cases: list[Case] | None = None  # a JUnit suite's test cases, one run of them
     worker_lost: bool = False  # the trial killed its worker process, or it died under it
+    judged: Judged | None = None  # an eval with a judge: its output and the judgements
 
 
 def output_tail(stdout: bytes, stderr: bytes = b"") -> str:

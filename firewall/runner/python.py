@@ -137,13 +137,15 @@ class PythonWorker:
         register: Callable[[int | None], None] = lambda pid: None,
         import_timeout: float = DEFAULT_IMPORT_TIMEOUT,
         rate: tuple[str, int, float] | None = None,
+        output: Any = None,
     ) -> Outcome:
         """Run one trial; a hang or a crash costs this trial and this worker, nothing more.
 
         Importing the eval's module, the first time this worker meets it, is not the
         trial's: it has ``import_timeout`` of its own, and its time is reported apart
         (``Outcome.import_s``), so that a slow import (torch, an SDK) neither times the
-        first trials out nor reads as their latency.
+        first trials out nor reads as their latency. ``output``: a judge's call, which
+        is handed the output it scores (``firewall.runner.judged``).
         """
         if self._proc is not None and self._proc.poll() is None:
             proc, booting = self._proc, False  # the worker empties its log per request
@@ -161,7 +163,7 @@ class PythonWorker:
                 outcome = failed
             else:
                 outcome = self._exchange(
-                    proc, target, seed, trial, timeout, deadline, import_timeout, rate
+                    proc, target, seed, trial, timeout, deadline, import_timeout, rate, output
                 )
                 outcome.boot_s = booted
         finally:
@@ -258,11 +260,14 @@ class PythonWorker:
         deadline: float,
         import_timeout: float,
         rate: tuple[str, int, float] | None = None,
+        output: Any = None,
     ) -> Outcome:
         assert proc.stdin is not None
         fields: dict[str, Any] = {"target": target, "seed": seed, "trial": trial}
         if rate is not None:
             fields["rate"] = rate  # the worker takes the token just before the call
+        if output is not None:
+            fields["output"] = output  # a judge's call: the output it scores
         request = json.dumps(fields) + "\n"
         try:
             proc.stdin.write(request.encode())

@@ -48,3 +48,11 @@ class BaseSeed:
 
 
 RANDOM = BaseSeed(None)
+
+
+def judge_seed(trial_seed: int, judgement: int) -> int:
+    """The seed of judgement ``judgement`` (0-based) of the output of the trial seeded
+    ``trial_seed``: derived as trial seeds are, from the trial's own seed, so that
+    ``firewall replay ID --seed S`` judges the output as the run did."""
+    digest = hashlib.sha256(f"{trial_seed}:judge:{judgement}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF

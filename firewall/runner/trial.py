@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from firewall._stats import EPSILON
+from firewall.runner.judgement import Judged
 
 _MAX_FIELD_CHARS = 200
 
@@ -74,10 +75,16 @@ class TrialPayload(BaseModel):
     model_id: str | None = None
     prompt_version: str | None = None
     error: str | None = None
+    output: JsonValue = None  # what an eval with a judge yields: its judge scores it
 
     @model_validator(mode="after")
     def _score_or_verdict(self) -> TrialPayload:
-        if self.score is None and self.passed is None and self.error is None:
+        if (
+            self.score is None
+            and self.passed is None
+            and self.error is None
+            and self.output is None
+        ):
             raise ValueError("`score` is required unless `passed` or `error` is given")
         for case, value in self.items.items():
             if not isinstance(value, bool) and not 0 <= value <= 1:
@@ -101,7 +108,7 @@ class SuiteCase(BaseModel):
     time: float | None = None  # the case's own seconds in this run, from the XML
 
 
-_EVIDENCE = ("traceback", "output", "import_s", "boot_s", "blocked_s")
+_EVIDENCE = ("traceback", "output", "import_s", "boot_s", "blocked_s", "judged")
 
 
 class TrialRecord(BaseModel):
@@ -131,6 +138,8 @@ class TrialRecord(BaseModel):
     # An async trial's longest stretch holding its worker's event loop without awaiting
     # (blocking code in an async def), which paused the trials beside it.
     blocked_s: float | None = None
+    # An eval with a judge: the output it yielded and each judgement of it (judgement.py).
+    judged: Judged | None = None
     # A suite's trial: its cases, until the probe stage makes each an eval of its own
     # (firewall.pipeline.suites); never written, since no suite's trial reaches a file.
     cases: list[SuiteCase] | None = Field(default=None, exclude=True)
@@ -215,6 +224,12 @@ def record_from_payload(
         return failed(f"invalid trial result: {describe_errors(exc)}")
     if result.error is not None:
         return _with_attribution(failed(f"eval reported: {result.error}"), result)
+    if result.score is None and result.passed is None:
+        return failed(
+            f"the result has an `output` (a {type(result.output).__name__}) and no `score`: "
+            "an eval that yields an output names "
+            'a judge to score it (`judge = "module:function"`), or returns a score'
+        )
     score = result.score if result.score is not None else float(bool(result.passed))
     passed = result.passed if result.passed is not None else score >= pass_score - EPSILON
     return _with_attribution(
