@@ -29,17 +29,23 @@ rate carries its Monte Carlo standard error.
     python benchmarks/decisions.py --probes 500    # quicker, noisier
     python benchmarks/decisions.py --only regression --prs 4000
     python benchmarks/decisions.py --only release --release-evals 400
+    python benchmarks/decisions.py --json docs/data/decisions.json   # also the tables as JSON
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import datetime as dt
+import io
 import itertools
+import json
 import math
+import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -421,7 +427,43 @@ def print_release(evals: int) -> None:
         print(f"| {name} | {mc(share, evals)} / {mc(alone, 20_000)} | {spread} |")
 
 
+def write_json(path: str, argv: list[str]) -> int:
+    """Run the tables as asked, print them, and write them to ``path`` as JSON: every
+    table as printed (its columns and rows of cells), with the command, the load
+    average before and after, and the seconds taken. tests/test_docs.py checks the
+    error-rate page's tables against this file."""
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        status = main(argv)
+    text = captured.getvalue()
+    sys.stdout.write(text)
+    tables = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line.strip() for line in block.splitlines() if line.startswith("|")]
+        if len(lines) >= 2:
+            cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+            tables.append({"columns": cells[0], "rows": cells[2:]})
+    record = {
+        "command": " ".join(["python", "benchmarks/decisions.py", *argv]),
+        "written": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "seconds": round(time.perf_counter() - started, 1),
+        "load_average": {"before": load_before[0], "after": os.getloadavg()[0]},
+        "tables": tables,
+    }
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(arg == "--json" or arg.startswith("--json=") for arg in argv):
+        at = next(i for i, arg in enumerate(argv) if arg.startswith("--json"))
+        path = argv[at].partition("=")[2] if "=" in argv[at] else argv[at + 1]
+        rest = argv[:at] + argv[at + (1 if "=" in argv[at] else 2) :]
+        return write_json(path, rest)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probes", type=int, default=2000)
     parser.add_argument("--prs", type=int, default=4000, help="pull requests per population")
@@ -429,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", choices=("probes", "regression", "release"), help="one table group only"
     )
+    parser.add_argument("--json", metavar="PATH", help="also write the tables, as JSON, to PATH")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.only == "regression":
@@ -447,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         truth = "honest (false quarantine)" if population.honest else "unstable (caught)"
         print(
             f"| {population.name} | {truth} | {population.k} "
-            f"| {r['fixed']:.1%} / {r['items']:.1%} / {r['adaptive']:.1%} "
+            f"| {r['fixed']:.1%} / {r['items']:.1%} / {mc(r['adaptive'], args.probes)} "
             f"| {r['fixed_flips']:.1%} / {r['adaptive_flips']:.1%} | {r['trials']:.1f} |"
         )
     print(
