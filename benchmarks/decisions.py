@@ -501,7 +501,11 @@ def main(argv: list[str] | None = None) -> int:
         old = releases(population, args.probes // 4, seed=7, new=False)
         new = releases(population, args.probes // 4, seed=7, new=True)
         truth = "honest" if population.honest else "unstable"
-        print(f"| {name} | {truth} | {old[0]:.1%} / {new[0]:.1%} | {old[1]:.1%} / {new[1]:.1%} |")
+        evals = args.probes // 4
+        print(
+            f"| {name} | {truth} | {mc(old[0], evals)} / {mc(new[0], evals)} "
+            f"| {old[1]:.1%} / {new[1]:.1%} |"
+        )
     if args.only is None:
         print_regression(args.prs)
         print_release(args.release_evals)
