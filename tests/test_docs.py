@@ -8,6 +8,7 @@ an option added to the code fails here until a page says what it is for.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -128,3 +129,29 @@ def test_the_readme_is_short_and_its_links_resolve() -> None:
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme):
         if "://" not in target:
             assert (REPO / target).exists(), target
+
+
+def markdown_tables(text: str) -> list[dict[str, list]]:
+    """Every Markdown table in ``text``: its header cells and its rows of cells, parsed as
+    `benchmarks/decisions.py --json` parses the tables it prints."""
+    tables: list[dict[str, list]] = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line.strip() for line in block.splitlines() if line.startswith("|")]
+        if len(lines) >= 2 and set(lines[1]) <= set("|-: "):
+            cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+            tables.append({"columns": cells[0], "rows": cells[2:]})
+    return tables
+
+
+def test_the_error_rates_are_the_benchmarks_output() -> None:
+    """Issue 23, item 6: the figures on "Measured error rates" are the ones the procedure
+    the runner really runs gave, Monte Carlo errors included: every table on the page is,
+    cell for cell and in order, a table `benchmarks/decisions.py --json
+    docs/data/decisions.json` printed, and the page names that run's command and load.
+    Re-run the benchmark and paste its tables when the simulations or the rules change."""
+    results = json.loads((DOCS / "data" / "decisions.json").read_text())
+    page = (DOCS / "concepts" / "error-rates.md").read_text()
+    assert markdown_tables(page) == results["tables"]
+    assert all(table["rows"] for table in results["tables"])
+    assert f"`{results['command']}`" in page
+    assert f"{results['load_average']['before']:.1f}" in page
