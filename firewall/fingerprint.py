@@ -12,7 +12,8 @@ in the artefact and the history, so that a later run can say which one changed:
     env:NAME      an environment variable its `env` names (its value hashed, never kept)
 
 An eval whose inputs cannot be known (a command or an Inspect task without
-`inputs`; a suite, for now) has no fingerprint (``unknowable``): it is always probed.
+`inputs`; a JUnit suite, whose cases a run discovers) has no fingerprint
+(``unknowable``): it is always probed.
 """
 
 from __future__ import annotations
@@ -46,7 +47,13 @@ def settings_digest(spec: EvalSpec) -> str:
 def unknowable(spec: EvalSpec) -> str | None:
     """Why the eval's inputs cannot be known, or None when they can."""
     if spec.result == "junit":
-        return "a suite: its cases are always probed"
+        return (
+            "a JUnit suite: its cases are known only from the report a run writes (a change "
+            "can add, drop or rename one unseen), and its test runner imports and opens its "
+            "files in a process the firewall does not watch, so only `inputs` naming every "
+            "file its tests touch could vouch for a carry, and one left out would carry a "
+            "changed case: a suite is always probed"
+        )
     if spec.kind == "python" or spec.inputs:
         return None
     return f"a {spec.kind} eval without `inputs`: what it reads cannot be known"

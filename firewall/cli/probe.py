@@ -34,6 +34,14 @@ from firewall.runner.seeds import BaseSeed
 @seed_option('Base seed, or "random". Give every shard the same one.')
 @shard_option
 @click.option("--include-quarantined", is_flag=True, help="Probe quarantined evals too.")
+@click.option(
+    "--affected/--all",
+    "affected",
+    default=None,
+    help="Probe only the evals a change can affect, the part naming the rest as carried "
+    "from the default branch for `firewall gate` to check (--affected; a pull request's "
+    "default unless [affected] enabled = false), or probe every eval (--all).",
+)
 def probe(
     ids: tuple[str, ...],
     tags: tuple[str, ...],
@@ -43,6 +51,7 @@ def probe(
     seed: BaseSeed | None,
     shard: Shard | None,
     include_quarantined: bool,
+    affected: bool | None,
 ) -> None:
     """Run the trials of the selected evals and write them to --out; decide nothing.
 
@@ -51,14 +60,25 @@ def probe(
     runs `firewall gate part-*.json` to decide and do the side effects. No
     other file is touched: not the registry, not the history. The part is
     written even when interrupted (then it is marked incomplete, exit 130).
+
+    On a pull request (or with --affected) an eval whose fingerprint equals its latest
+    default-branch probe's is carried: not probed, and named in the part; the gate
+    decides again, on its own checkout and the history, whether it is carried.
     """
     ctx = context.load(config_path, ids, tags, require=True)
-    options = RunOptions(k=k, seed=seed, shard=shard, include_quarantined=include_quarantined)
+    options = RunOptions(
+        k=k,
+        seed=seed,
+        shard=shard,
+        include_quarantined=include_quarantined,
+        affected=affected,
+    )
     with output.progress() as progress:
         part = probe_to(ctx, options, out, progress=progress)
     trials = sum(len(trials) for trials in part.trials.values())
+    carried = f", {len(part.carried)} carried" if part.carried else ""
     output.echo(
-        f"probed {len(part.trials)} evals ({trials} trials, base seed {part.base_seed}) "
-        f"-> {out}" + ("" if part.complete else " -- INTERRUPTED, incomplete")
+        f"probed {len(part.trials)} evals ({trials} trials, base seed {part.base_seed}"
+        f"{carried}) -> {out}" + ("" if part.complete else " -- INTERRUPTED, incomplete")
     )
     raise SystemExit(ExitCode.OK if part.complete else ExitCode.INTERRUPTED)

@@ -19,6 +19,7 @@ import jinja2
 
 from firewall.artefact import EvalReport
 from firewall.diagnostics import (
+    Cause,
     FieldDrift,
     describe_drift,
     describe_flip,
@@ -86,8 +87,27 @@ def render_body(eval_id: str, ctx: IssueContext) -> str:
         more_trials=max(0, len(trials) - MAX_TRIALS_SHOWN),
         failures=failures[:MAX_FAILURES_SHOWN],
         status=status_view(ctx, None, "unstable"),
+        judge=_judge_view(report),
         **_diagnostics_view(report),
     )
+
+
+def _judge_view(report: EvalReport | None) -> dict[str, Any] | None:
+    """What the issue says of an eval whose judge scatters, or None: its judge rule
+    quarantined it, or the split of its variance finds the judge the larger source
+    (``firewall.judging``). Then the issue says what to pin, and names the judge."""
+    if report is None:
+        return None
+    failed = next((c for c in report.checks if c.name == "judge" and not c.ok), None)
+    hint = next((h for h in report.hints if h.kind is Cause.JUDGE), None)
+    if hint is not None:
+        evidence = hint.evidence
+    elif failed is not None:
+        evidence = failed.actual
+    else:
+        return None
+    judge = next((t.judged.judge for t in report.trials if t.judged is not None), None)
+    return {"target": judge, "evidence": evidence, "alone": failed is not None}
 
 
 def candidate_title(eval_id: str) -> str:

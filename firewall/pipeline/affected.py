@@ -63,6 +63,11 @@ def inputs_of(spec: EvalSpec, reads: Mapping[str, set[str]], root: Path) -> set[
         if not noted:
             return None
         files |= noted
+    if spec.judge is not None:  # its module and what it opens (a rubric) count as the eval's
+        judged = reads.get(spec.judge)
+        if not judged:
+            return None
+        files |= judged
     elif spec.kind == "inspect":
         files.add(spec.target.partition("@")[0])
     return files

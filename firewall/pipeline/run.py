@@ -27,7 +27,7 @@ from firewall.errors import (
     RegistryError,
     WriteError,
 )
-from firewall.pipeline import affected, effects, suites, trust, verdict
+from firewall.pipeline import affected, effects, shards, suites, trust, verdict
 from firewall.pipeline.context import Context
 from firewall.pipeline.stages import TrialCounter, conclude, plan, probe
 from firewall.policy import Status
@@ -155,6 +155,9 @@ def gate(
         run = artefact.run.model_copy(update={"partial": lacks, "stale": vouched.stale})
         artefact = artefact.model_copy(update={"run": run})
     artefact, _ = against_default_branch(ctx, artefact, specs)
+    artefact = shards.gated(
+        ctx, artefact, parts, vouched.carried, allow_partial=options.allow_partial
+    )
     return _finish(ctx, artefact, options, present)
 
 
@@ -174,8 +177,16 @@ def unvouched(ctx: Context, specs: Sequence[EvalSpec]) -> None:
 def probe_to(
     ctx: Context, options: RunOptions, out: Path, *, progress: TrialCounter | None = None
 ) -> Probed:
-    """`firewall probe`: the trials only, written to ``out``; no decision, no other file."""
-    part = collect(ctx, options, progress=progress)
+    """`firewall probe`: the trials only, written to ``out``; no decision, no other file.
+    The part keeps what the workers read and what an affected-only probe carried, for
+    its gate to fingerprint and to check (``shards.gated``)."""
+    noted: Reads = {}
+    with early_pool(ctx, _chosen(ctx, options), reads=True) as early:
+        candidates = plan(would_probe(ctx, options), 0, options.k).specs  # as they would be
+        choice = affected.plan(ctx, candidates, asked=options.affected)
+        leave = choice.carried if choice is not None else {}
+        part = collect(ctx, options, progress=progress, leave=leave, reads=noted, early=early)
+    part = shards.evidence(part, candidates, choice, noted, ctx.env, k=options.k)
     part.write(out)
     return part
 

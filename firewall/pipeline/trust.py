@@ -22,13 +22,22 @@ The evidence is checked as far as it can be: each trial's seed derives from the
 part's base seed (always refused otherwise), and the part was probed on the
 checkout's commit (refused otherwise unless ``--allow-stale``, and the report's
 ``run.stale`` says so).
+
+What a part says its workers read is evidence too, and names files only: each must
+be a path inside the checkout (refused otherwise), and the gate hashes this
+checkout's content of it (``shards.gated``). An eval a part says it carried must
+be an eval of the configuration (its spec the configuration's, at the part's
+``--k``), carried by no other part and probed by none; the gate then decides again
+whether it is carried. What no check can see is a file a part leaves out of its
+reads: the fingerprint the gate records is then short of it, as a forged trial's
+score is wrong; parts are trusted as the jobs that made them are.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from firewall.config import Settings
 from firewall.errors import ArtefactError
@@ -48,6 +57,7 @@ class Vouched:
     unknown: list[str]  # what --allow-partial left undecided: not the configuration's
     stale: list[str]  # what --allow-stale let through: parts of another commit
     overridden: list[str]  # settings a part carried that the configuration's replaced
+    carried: list[EvalSpec] = dataclasses.field(default_factory=list)  # affected-only probes'
 
 
 def vouch(
@@ -94,13 +104,60 @@ def vouch(
         kept = {spec.id for spec in specs}
         trials = {eval_id: runs for eval_id, runs in part.trials.items() if eval_id in kept}
         out.append(part.model_copy(update={"specs": specs, "trials": trials}))
+        problem = _unreadable(part.reads)
+        if problem is not None:
+            raise ArtefactError(f"{path}: {problem}: a part names files of its checkout only")
+    carried, unknown_carried = _carried(paths, parts, by_id)
+    unknown += unknown_carried
     if unknown and not allow_partial:
         raise ArtefactError(
             f"{'; '.join(unknown).replace(': not decided', '')}: the gate decides the "
             "configuration's evals only, on the configuration's settings; pass "
             "--allow-partial to decide the others and leave these undecided"
         )
-    return Vouched(out, unknown, stale, overridden)
+    return Vouched(out, unknown, stale, overridden, carried)
+
+
+def _carried(
+    paths: Sequence[Path], parts: Sequence[Probed], known: Mapping[str, EvalSpec]
+) -> tuple[list[EvalSpec], list[str]]:
+    """The configuration's specs of the evals the parts say they carried, at each part's
+    ``--k``; and those not the configuration's (not decided). One carried twice, or
+    carried and probed, is refused: the parts are then not one probe."""
+    probed = {spec.id: path for path, part in zip(paths, parts, strict=True) for spec in part.specs}
+    seen: dict[str, Path] = {}
+    carried, unknown = [], []
+    for path, part in zip(paths, parts, strict=True):
+        for eval_id in part.carried or ():
+            other = probed.get(eval_id) or seen.get(eval_id)
+            if other is not None:
+                raise ArtefactError(
+                    f"{path}: eval {eval_id!r} is carried there and was probed or carried in "
+                    f"{other} too; give each eval to one shard only"
+                )
+            seen[eval_id] = path
+            own = known.get(eval_id)
+            if own is None:
+                unknown.append(f"{path}: eval {eval_id!r} is not in the configuration: not decided")
+                continue
+            carried.append(_at_k(own, part.k if part.k is not None else own.k))
+    return carried, unknown
+
+
+def _unreadable(reads: Mapping[str, Sequence[str]]) -> str | None:
+    """Why a file a part says was read is no file of a checkout, or None."""
+    for target, files in reads.items():
+        for name in files:
+            pure = PurePosixPath(name)
+            if (
+                not name
+                or pure.is_absolute()
+                or "\\" in name
+                or any(step in ("..", ".", "") for step in name.split("/"))
+                or pure.parts[0] == ".git"
+            ):
+                return f"{target!r} read {name!r}, which is not a path inside the checkout"
+    return None
 
 
 def _trusted(

@@ -472,12 +472,14 @@ def execute(
     register: Callable[[int | None], None] = lambda pid: None,
     **options: Any,
 ) -> Outcome:
-    """Run one trial (``generate``) and, for an eval with a judge, judge its output in
-    the same slot's worker (``firewall.runner.judged``)."""
+    """Run one trial (``generate``) and, for an eval with a judge, judge its output where
+    the eval ran: the pool for an async eval, else the slot's worker (``judged.caller``)."""
     outcome = generate(task, worker=worker, register=register, **options)
     if task.spec.judge is None:
         return outcome
-    return judged.judge(task, outcome, judged.caller(task.spec, task.index, worker, register))
+    pool = options.get("pool") if _pooled(task.spec) else None
+    call = judged.caller(task.spec, task.index, worker, register, pool=pool)
+    return judged.judge(task, outcome, call)
 
 
 def generate(

@@ -413,7 +413,7 @@ class _Pool:
             trial.held = 0.0
             trial.deadline = time.monotonic() + trial.timeout
             trial.started = time.perf_counter()
-            value = await fn(**kwargs)
+            value = await fn(*((request["output"],) if "output" in request else ()), **kwargs)
             took = time.perf_counter() - trial.started - trial.held
             reply = {"id": trial.id, "result": to_payload(value), "took": max(0.0, took)}
         except Blocked:

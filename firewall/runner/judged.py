@@ -10,7 +10,11 @@ judge that cannot answer makes the trial an error, never a low score.
 
 ``judge`` runs in the trial's own task, right after the generation, so that an eval
 judged once per output (``judge_repeats = 1``, the default) costs one call more
-than the generation, as an eval that called its judge itself did. ``rejudge`` judges
+than the generation, as an eval that called its judge itself did. An async eval's
+judge is called in the async pool, beside the generation (``caller``): an
+``async def`` judge runs there, among the run's other calls in flight, and the
+slot's own worker never boots; a plain ``def`` judge, a call the pool loses, or an
+output too long for one pipe write is called in the slot's worker, as any other. ``rejudge`` judges
 outputs a probe already has again, with no new generation (``firewall.pipeline.rejudge``
 says when).
 """
@@ -25,6 +29,7 @@ from typing import Any
 
 from firewall.runner.judgement import Judged, Judgement
 from firewall.runner.outcome import Outcome
+from firewall.runner.pool import Alone, AsyncPool
 from firewall.runner.python import PythonWorker
 from firewall.runner.reaper import Reaper
 from firewall.runner.schedule import Task
@@ -45,13 +50,30 @@ def caller(
     trial: int,
     worker: PythonWorker,
     register: Callable[[int | None], None] = lambda pid: None,
+    *,
+    pool: AsyncPool | None = None,
 ) -> Call:
-    """The judge of ``spec`` called in ``worker`` for the output of trial ``trial``."""
+    """The judge of ``spec`` called for the output of trial ``trial``: in the ``pool``
+    when given (an async eval's), unless the pool hands the call back, else in ``worker``."""
     assert spec.judge is not None
     judge_target = spec.judge
 
     def call(output: Any, seed: int) -> Outcome:
-        return worker.call(
+        handed_back: Alone | None = None
+        if pool is not None:
+            pooled = pool.call(
+                judge_target,
+                seed,
+                trial,
+                spec.timeout,
+                register,
+                import_timeout=spec.import_timeout,
+                output=output,
+            )
+            if isinstance(pooled, Outcome):
+                return pooled
+            handed_back = pooled  # a plain def judge, a long output, or a lost worker
+        outcome = worker.call(
             judge_target,
             seed,
             trial,
@@ -60,6 +82,9 @@ def caller(
             import_timeout=spec.import_timeout,
             output=output,
         )
+        if pool is not None and handed_back is Alone.TRIAL and outcome.worker_lost:
+            pool.isolate(judge_target)  # it kills the worker it runs in: the slot's from now on
+        return outcome
 
     return call
 

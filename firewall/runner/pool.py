@@ -143,6 +143,7 @@ class _PoolWorker:
         timeout: float,
         import_timeout: float,
         rate: tuple[str, int, float] | None = None,
+        output: Any = None,
     ) -> _Pending:
         ident = next(self._ids)
         pending = _Pending(target, timeout, import_timeout)
@@ -156,6 +157,8 @@ class _PoolWorker:
         }
         if rate is not None:
             request["rate"] = rate  # the worker takes the token just before the call
+        if output is not None:
+            request["output"] = output  # a judge's call: the output it scores
         data = (json.dumps(request) + "\n").encode()
         with self._lock:
             if not self.alive or len(data) > select.PIPE_BUF:
@@ -314,14 +317,16 @@ class AsyncPool:
         register: Callable[[int | None], None] = lambda pid: None,
         import_timeout: float = 120.0,
         rate: tuple[str, int, float] | None = None,
+        output: Any = None,
     ) -> Outcome | Alone:
-        """Run one trial on a pool worker, or say why it must run alone instead."""
+        """Run one trial on a pool worker, or say why it must run alone instead.
+        ``output``: the call is a judge's, of that output (``firewall.runner.judged``)."""
         if target in self._alone:
             return Alone.TARGET
         if self._stopped:
             return Outcome(error=INTERRUPTED)
         worker = self._pick()
-        pending = worker.send(target, seed, trial, timeout, import_timeout, rate)
+        pending = worker.send(target, seed, trial, timeout, import_timeout, rate, output)
         register(worker.proc.pid)
         try:
             pending.wait()

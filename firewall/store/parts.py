@@ -55,6 +55,12 @@ class Probed(BaseModel):
     specs: list[EvalSpec]
     trials: dict[str, list[TrialRecord]]
     skipped: list[str] = []
+    # What the gate needs to fingerprint the evals and check what an affected-only probe
+    # carried (``firewall.pipeline.affected``); evidence, as the trials are:
+    k: int | None = None  # the probe's --k, which its carried evals were planned at too
+    reads: dict[str, list[str]] = {}  # eval target -> the project files its workers noted
+    env: dict[str, str] = {}  # a variable some eval's `env` names -> its value's digest
+    carried: list[str] | None = None  # affected-only: the evals left to the default branch
 
     def write(self, path: Path) -> None:
         write_atomic(path, self.model_dump_json(indent=1) + "\n")
