@@ -502,7 +502,9 @@ def test_a_fork_is_blamed_only_when_the_pull_request_comes_from_one(
         base="main",
         base_sha="b" * 40,
     )
-    head = payload["pull_request"]["head"]  # type: ignore[index]
+    pull = payload["pull_request"]
+    assert isinstance(pull, dict)
+    head = pull["head"]
     head["repo"] = {**head["repo"], "full_name": "mallory/widgets"}
     event = tmp_path / "event.json"
     event.write_text(json.dumps(payload))
