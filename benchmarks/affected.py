@@ -29,8 +29,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from firewall.config import load_config
+from firewall.configfile import load_config
 from firewall.discovery import discover
 from firewall.fingerprint import files_in
 from firewall.pipeline.affected import choose, hashed, latest_probes
@@ -135,7 +136,7 @@ def build(root: Path, families: list[str], per_family: int, sleep: float) -> Pat
     return work
 
 
-def firewall(work: Path, *args: str) -> tuple[dict[str, object], float]:
+def firewall(work: Path, *args: str) -> tuple[dict[str, Any], float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and k != "CI"}
     started = time.perf_counter()
     done = subprocess.run(
@@ -149,14 +150,15 @@ def firewall(work: Path, *args: str) -> tuple[dict[str, object], float]:
     took = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"firewall run {' '.join(args)}: {done.stdout}{done.stderr}")
-    return json.loads(done.stdout), took
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report, took
 
 
-def trials(artefact: dict[str, object]) -> int:
-    return sum(len(e["trials"]) for e in artefact["evals"])  # type: ignore[attr-defined, index, arg-type]
+def trials(artefact: dict[str, Any]) -> int:
+    return sum(len(e["trials"]) for e in artefact["evals"])
 
 
-def fingerprinting_seconds(work: Path, full: dict[str, object]) -> float:
+def fingerprinting_seconds(work: Path, full: dict[str, Any]) -> float:
     """What the fingerprint costs a run: the carry decision over every eval (the history
     read and each eval's inputs hashed) and the fingerprints of the probed evals."""
     loaded = load_config(None, work)
@@ -169,7 +171,7 @@ def fingerprinting_seconds(work: Path, full: dict[str, object]) -> float:
     latest = latest_probes(history, [s.id for s in specs], branch="main", since=since)
     choose(specs, latest, branch="main", max_age_days=7, root=work, env=dict(os.environ))
     by_id = {s.id: s for s in specs}
-    for report in full["evals"]:  # type: ignore[attr-defined]
+    for report in full["evals"]:
         hashed(by_id[report["id"]], files_in(report["inputs"]), work, dict(os.environ))
     return time.perf_counter() - started
 
@@ -191,11 +193,11 @@ def main() -> None:
         pull, _ = firewall(work, "--affected")
         full, full_s = firewall(work, "--all")
         fingerprint_s = fingerprinting_seconds(work, main_run)
-    probed = {e["id"]: e for e in pull["evals"] if e.get("affected")}  # type: ignore[attr-defined]
-    carried = sum(1 for e in pull["evals"] if e.get("carried"))  # type: ignore[attr-defined]
-    decided = {e["id"]: (e["status"], e["stats"]["median"]) for e in full["evals"]}  # type: ignore[attr-defined]
+    probed = {e["id"]: e for e in pull["evals"] if e.get("affected")}
+    carried = sum(1 for e in pull["evals"] if e.get("carried"))
+    decided = {e["id"]: (e["status"], e["stats"]["median"]) for e in full["evals"]}
     same = all((e["status"], e["stats"]["median"]) == decided[i] for i, e in probed.items())
-    total = len(full["evals"])  # type: ignore[arg-type]
+    total = len(full["evals"])
     share = trials(pull) / trials(full)
     print(
         f"{total} evals in {len(families)} families ({total - len(probed) - carried} in "

@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import run as bench
@@ -120,7 +121,7 @@ def main() -> int:
         )
         firewall(project)
         repeat(project)
-        variants = {
+        variants: dict[str, Callable[[], Measured]] = {
             "firewall": lambda: firewall(project),
             "gate": lambda: probe_and_gate(project),
             "repeat": lambda: repeat(project),
@@ -140,10 +141,10 @@ def main() -> int:
 
     def ratio(a: str, b: str, key: str = "wall_s") -> float:
         pairs = zip(raw[a], raw[b], strict=True)
-        return statistics.median(x[key] / y[key] for x, y in pairs)
+        return float(statistics.median(x[key] / y[key] for x, y in pairs))
 
     def wall(name: str) -> float:
-        return statistics.median(sample["wall_s"] for sample in raw[name])
+        return float(statistics.median(sample["wall_s"] for sample in raw[name]))
 
     trials = TESTS * K
     vs_repeat = ratio("firewall", "repeat")

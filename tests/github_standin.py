@@ -406,8 +406,8 @@ class GitHubStandIn:
             return Reply(200, self._label_json(name)) if name in self.labels else _not_found()
         if rest.startswith("/pulls"):
             return self._on_pulls(method, rest, query, body)
-        if found := re.fullmatch(r"/issues/comments/(\d+)", rest):
-            return self._on_comment(method, int(found.group(1)), body)
+        if comment := re.fullmatch(r"/issues/comments/(\d+)", rest):
+            return self._on_comment(method, int(comment.group(1)), body)
         match = re.fullmatch(r"/issues/(\d+)(/comments|/assignees)?", rest)
         if match is None:
             return _not_found()
@@ -604,9 +604,11 @@ class GitHubStandIn:
                 p.state == "open" and (p.head, p.base) == (head, body["base"]) for p in self.pulls()
             ):
                 return _pull_exists(f"{self.owner}:{head}")
-            pull = self._new_issue(body.get("title") or head, body.get("body") or "", [], pull=True)
-            pull.head, pull.base = head, body["base"]
-            return Reply(201, self._pull_json(pull))
+            opened = self._new_issue(
+                body.get("title") or head, body.get("body") or "", [], pull=True
+            )
+            opened.head, opened.base = head, body["base"]
+            return Reply(201, self._pull_json(opened))
         match = re.fullmatch(r"/pulls/(\d+)", rest)
         pull = self.issues.get(int(match.group(1))) if match else None
         if pull is None or not pull.pull:

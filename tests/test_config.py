@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from firewall.config import ConfigError, parse_settings
+from firewall.config import parse_settings
 from firewall.configfile import load_config
-from firewall.errors import FirewallError
+from firewall.errors import ConfigError, FirewallError
 
 MINIMAL_EVAL = '[[evals]]\nid = "triage"\ncommand = "python evals/triage.py --seed {seed}"\n'
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from builders import make_spec
 from click.testing import CliRunner
@@ -34,7 +36,7 @@ def test_the_collapse_rule_says_how_often_k_trials_see_a_ten_percent_collapse() 
     assert forty == "a 10% collapse shows in 99% of probes at k=40"
 
 
-def test_list_prints_them_and_json_carries_them(project) -> None:  # type: ignore[no-untyped-def]
+def test_list_prints_them_and_json_carries_them(project: Path) -> None:
     (project / "firewall.toml").write_text('[[evals]]\nid = "a"\ncommand = "true"\n')
     text = CliRunner().invoke(main, ["list"]).output
     assert "what each gate can do at its k:" in text and "a: a 10% collapse shows in 52%" in text

@@ -55,7 +55,7 @@ def test_the_mean_interval_is_scipys_t_interval(n: int) -> None:
     interval = mean_interval(values)
     low, high = stats.t.interval(0.95, n - 1, loc=statistics.fmean(values), scale=stats.sem(values))
     assert interval is not None
-    assert (interval.low, interval.high) == (pytest.approx(low), pytest.approx(high))
+    assert (interval.low, interval.high) == pytest.approx((low, high))
 
 
 def test_a_probe_carries_both_intervals_and_the_summary_says_what_each_assumes() -> None:

@@ -38,6 +38,11 @@ POOL_NAMES = np.array([f"pool-{i}" for i in range(POOL)], dtype=object)
 Rate = Callable[[int], float]  # trial index -> the pass rate that trial really has
 
 
+def steady(p: float) -> Rate:
+    """Every trial at the pass rate ``p``."""
+    return lambda _: p
+
+
 def record(index: int, names: list[str], passed: list[bool]) -> TrialRecord:
     items = dict(zip(names, map(float, passed), strict=True))  # a case drawn twice counts once
     score = sum(items.values()) / len(items)
@@ -117,7 +122,7 @@ def test_honest_item_evals_are_quarantined_about_as_often_as_the_test_level(
     counts = {}
     for p in RATES:
         for n in SIZES:
-            found = quarantined(probes(design, p, n, k, PROBES, rate=lambda _, p=p: p))
+            found = quarantined(probes(design, p, n, k, PROBES, rate=steady(p)))
             counts[p, n] = len(found)
             # Nothing but the item test's 1% may fire: the widened fence never does.
             assert all(d.reason.startswith("between-trial variance") for d in found)

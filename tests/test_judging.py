@@ -234,7 +234,7 @@ def test_judge_seeds_are_derived_from_the_trial_seed() -> None:
 )
 def test_judge_keys_are_checked(entry: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        EvalEntry(**{"id": "e", "python": "m:f", **entry})
+        EvalEntry.model_validate({"id": "e", "python": "m:f", **entry})
 
 
 # --- end to end ----------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def test_the_width_is_stderrs_terminal_when_columns_is_not_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(output.os, "get_terminal_size", lambda fd: os.terminal_size((37, 9)))
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((37, 9)))
     assert output.stderr_columns() == 37
     assert output.TrialCounter(enabled=True).width() == 36
     monkeypatch.setenv("COLUMNS", "52")

@@ -236,9 +236,9 @@ def test_a_real_pytest_run_reads_the_same_as_a_junit_case_and_an_exit_code_comma
     case, command = evals["suite/test_shop.py/test_refund"], evals["command"]
     for decided in (case, command):
         assert decided["status"] == "quarantine"
-        head, message = re.fullmatch(
-            r"(.*); first failure, trial 2 \(seed \d+\): (.*)", decided["reason"]
-        ).groups()  # type: ignore[union-attr]
+        said = re.fullmatch(r"(.*); first failure, trial 2 \(seed \d+\): (.*)", decided["reason"])
+        assert said is not None, decided["reason"]
+        head, message = said.groups()
         assert head == "passed 4 and failed 1 of 5 runs on the same code: a flaky test"
         assert "refund lost on trial 2" in message, decided["reason"]  # its words, either door
         assert [c["name"] for c in decided["checks"]] == ["errors", "flaky"]

@@ -51,7 +51,9 @@ def test_benjamini_hochberg_matches_statsmodels() -> None:
         assert benjamini_hochberg(p) == {k for k, r in zip(keys, rejected, strict=True) if r}
 
 
-def runs(rng: random.Random, level: float, *, count: int, drift: float, sd: float, k: int):
+def runs(
+    rng: random.Random, level: float, *, count: int, drift: float, sd: float, k: int
+) -> list[RunMean]:
     """Run means of an eval whose level moves by ``drift`` (sd) between runs."""
     out = []
     for _ in range(count):

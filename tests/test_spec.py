@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from builders import invoke_split, make_spec
 
-from firewall.config import ConfigError, parse_eval_options, parse_settings
+from firewall.config import parse_eval_options, parse_settings
+from firewall.errors import ConfigError
 from firewall.spec import EvalSpec, Source, warnings_for
 
 SOURCE = Source(file="firewall.toml", line=3)

@@ -373,7 +373,8 @@ def random_binary_tables() -> list[np.ndarray]:
     tables = []
     for _ in range(400):
         items, trials = int(rng.integers(1, 201)), int(rng.integers(2, 16))
-        difficulty = rng.beta(*rng.uniform(0.2, 5, 2), size=(items, 1))
+        a, b = rng.uniform(0.2, 5, 2)
+        difficulty = rng.beta(a, b, size=(items, 1))
         shift = rng.normal(0, rng.choice([0.0, 0.1, 0.3]), size=(1, trials))
         tables.append((rng.random((items, trials)) < np.clip(difficulty + shift, 0, 1)).astype(int))
     return tables

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -86,5 +87,5 @@ def test_a_module_that_may_bind_any_name_is_not_second_guessed(evals: Path) -> N
 def test_installed_modules_resolve_from_the_interpreters_path(project: Path) -> None:
     assert unresolved("json:loads", project) is None
     assert unresolved("json:lods", project) == (
-        f"{Path(__import__('json').__file__)} defines no 'lods'; did you mean 'loads'?"
+        f"{Path(json.__file__)} defines no 'lods'; did you mean 'loads'?"
     )

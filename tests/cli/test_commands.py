@@ -8,6 +8,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from builders import invoke_split, make_spec, seeded, trials
 
@@ -35,8 +36,9 @@ def write_config(root: Path, evals: dict[str, str], header: str = "k = 4\nseed =
     (root / "firewall.toml").write_text(header + body, encoding="utf-8")
 
 
-def artefact(root: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads((root / "firewall-report.json").read_text())
+def artefact(root: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((root / "firewall-report.json").read_text())
+    return document
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:

@@ -29,7 +29,7 @@ def invoke(*args: str) -> Result:
 def test_a_tag_that_matches_nothing_exits_5_and_suggests_the_near_miss(project: Path) -> None:
     (project / "firewall.toml").write_text(EVALS)
     result = invoke("run", "--tag", "smkoe")
-    assert result.exit_code == ExitCode.NOTHING_SELECTED == 5
+    assert result.exit_code == ExitCode.NOTHING_SELECTED.value == 5
     assert "no eval has the tag 'smkoe' (did you mean 'smoke'?)" in result.output
     assert "the tags are safety, smoke, triage; the evals are refusals, triage" in result.output
     assert not (project / "firewall-report.json").exists(), "nothing ran: no report"

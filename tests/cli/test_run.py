@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -29,8 +30,9 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def report(root: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads((root / "firewall-report.json").read_text())
+def report(root: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((root / "firewall-report.json").read_text())
+    return document
 
 
 def test_stable_passing_eval_exits_zero(project: Path) -> None:

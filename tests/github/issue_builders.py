@@ -14,7 +14,7 @@ from github_standin import GitHubStandIn
 from firewall.artefact import EvalReport
 from firewall.github.client import GitHubIssues, Transport
 from firewall.github.issues import IssueContext
-from firewall.lifecycle import Entry, Event
+from firewall.lifecycle import Entry, Event, EventKind
 from firewall.policy import decide
 from firewall.runner.trial import TrialRecord
 from firewall.spec import Source
@@ -89,8 +89,8 @@ def context(
     )
 
 
-def night(kind: str, streak: int, eval_id: str = ID) -> Event:
-    return Event(eval_id, kind, f"{kind} {streak}/3", streak, 3)  # type: ignore[arg-type]
+def night(kind: EventKind, streak: int, eval_id: str = ID) -> Event:
+    return Event(eval_id, kind, f"{kind} {streak}/3", streak, 3)
 
 
 def tracker(hub: GitHubStandIn, *, labels: tuple[str, ...] = ("flaky-eval",)) -> GitHubIssues:

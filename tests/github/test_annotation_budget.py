@@ -16,6 +16,7 @@ from builders import make_artefact, make_report
 from click.testing import CliRunner
 from github_standin import GitHubStandIn
 
+from firewall.artefact import EvalReport
 from firewall.cli import main
 from firewall.github.actions.annotations import annotations_for, problem_annotations
 from firewall.policy import Status
@@ -26,16 +27,18 @@ UNSTABLE = (
 
 
 def kinds(lines: list[str]) -> list[str]:
-    return [re.match(r"^::(\w+)", line).group(1) for line in lines]  # type: ignore[union-attr]
+    found = [re.match(r"^::(\w+)", line) for line in lines]
+    assert all(found), lines
+    return [match.group(1) for match in found if match is not None]
 
 
-def quarantines(n: int) -> list[object]:
+def quarantines(n: int) -> list[EvalReport]:
     return [make_report(f"q-{i:02}", Status.QUARANTINE) for i in range(n)]
 
 
 def test_the_firewall_warnings_come_first_and_push_out_eval_warnings() -> None:
     lines = annotations_for(
-        make_artefact(*quarantines(12)),  # type: ignore[arg-type]
+        make_artefact(*quarantines(12)),
         problems=["GitHub refused to open an issue: 503", "could not write the step outputs"],
     )
 
@@ -60,7 +63,7 @@ def test_more_firewall_warnings_than_the_budget_share_its_last_line() -> None:
 
 def test_the_notice_points_to_the_report_when_there_is_no_summary() -> None:
     lines = annotations_for(
-        make_artefact(*quarantines(11)),  # type: ignore[arg-type]
+        make_artefact(*quarantines(11)),
         more_in="the JSON report",
     )
     assert lines[-1] == (

@@ -112,7 +112,7 @@ def test_annotation_escapes_properties_and_leaves_out_empty_ones() -> None:
 
 def test_annotation_refuses_an_unknown_kind() -> None:
     with pytest.raises(ValueError, match="set-output"):
-        annotation("set-output", "x")  # type: ignore[arg-type]
+        annotation("set-output", "x")  # type: ignore[arg-type]  # a kind outside the Literal, on purpose
 
 
 def test_blocking_failures_are_errors_and_the_rest_warnings() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -47,8 +48,9 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def entry(project: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads((project / "quarantine.json").read_text())["evals"]["tone"]
+def entry(project: Path) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((project / "quarantine.json").read_text())["evals"]["tone"]
+    return found
 
 
 def test_quarantine_opens_one_issue_and_release_closes_it(

@@ -16,7 +16,7 @@ from firewall.config import Settings
 from firewall.github import sync
 from firewall.github.client import GitHubIssues
 from firewall.github.issues import Candidate
-from firewall.lifecycle import Entry, Event
+from firewall.lifecycle import Entry, Event, EventKind
 
 SETTINGS = Settings()
 CANDIDATE = Candidate(
@@ -60,7 +60,13 @@ def test_a_status_comment_only_when_the_state_on_the_issue_changes(hub: GitHubSt
     assert "<!-- firewall:state=unstable -->" in hub.issues[number].body
 
     # Merged: unstable nights say nothing new, a stable one does, and so does the next unstable.
-    for kind, streak in (("unstable", 0), ("unstable", 0), ("stable", 1), ("stable", 2)):
+    nights: list[tuple[EventKind, int]] = [
+        ("unstable", 0),
+        ("unstable", 0),
+        ("stable", 1),
+        ("stable", 2),
+    ]
+    for kind, streak in nights:
         nightly(tracker(hub), entry(issue=number), night(kind, streak))
     nightly(tracker(hub), entry(issue=number), night("unstable", 0))
 

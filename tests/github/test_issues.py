@@ -20,7 +20,7 @@ from firewall.github.issue_text import fenced, inline_code
 from firewall.github.issues import IssueContext, RecordingIssues
 from firewall.github.markers import marked_eval
 from firewall.github.sync import Sync, catch_up
-from firewall.lifecycle import Entry, Event
+from firewall.lifecycle import Entry, Event, EventKind
 from firewall.runner.trial import TrialRecord
 
 
@@ -60,8 +60,8 @@ def context(
     )
 
 
-def night(kind: str, streak: int, message: str = "") -> Event:
-    return Event(ID, kind, message or f"{kind} {streak}/3", streak, 3)  # type: ignore[arg-type]
+def night(kind: EventKind, streak: int, message: str = "") -> Event:
+    return Event(ID, kind, message or f"{kind} {streak}/3", streak, 3)
 
 
 @pytest.fixture

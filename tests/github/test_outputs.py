@@ -166,7 +166,9 @@ def test_outputs_for_a_run(tmp_path: Path) -> None:
     run = RunInfo(
         mode="gate", base_seed=7, started_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
     )
-    summary = Summary(fail=1, quarantine=2, quarantined=3, error=4, exit_code=1, **{"pass": 5})
+    summary = Summary(
+        fail=1, quarantine=2, quarantined=3, error=4, exit_code=ExitCode.FAIL, **{"pass": 5}
+    )
     artefact = Artefact(run=run, summary=summary, evals=[])
     values = outputs_for(artefact, Path("out") / "firewall-report.json")
     assert values == {

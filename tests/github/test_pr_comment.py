@@ -102,7 +102,9 @@ def test_without_a_probe_on_main_every_eval_counts_as_new() -> None:
 
 
 def test_the_baseline_is_the_default_branchs_latest_decided_probe_of_each_eval() -> None:
-    def row(eval_id: str, status: str, at: str, ref: str = "refs/heads/main", mode: str = "run"):
+    def row(
+        eval_id: str, status: str, at: str, ref: str = "refs/heads/main", mode: str = "run"
+    ) -> HistoryRow:
         return HistoryRow(eval_id, "r", mode, status, 7, f"2026-11-{at}T03:00:00Z", git_ref=ref)
 
     rows = [
@@ -330,7 +332,7 @@ def post_as(hub: GitHubStandIn, number: int, workflow: str, job: str, run: Artef
         default_branch="main",
         env=env,
         dry_run=False,
-        echo=[].append,
+        echo=list[str]().append,
         transport=FAST,
     )
     assert warnings == []
@@ -394,7 +396,7 @@ def post_leg(hub: GitHubStandIn, number: int, leg: str, run: Artefact) -> None:
         default_branch="main",
         env={**env, "FIREWALL_JOB_KEY": leg},
         dry_run=False,
-        echo=[].append,
+        echo=list[str]().append,
         transport=FAST,
     )
     assert warnings == []
@@ -500,7 +502,9 @@ def test_a_fork_is_blamed_only_when_the_pull_request_comes_from_one(
         base="main",
         base_sha="b" * 40,
     )
-    head = payload["pull_request"]["head"]  # type: ignore[index]
+    pull = payload["pull_request"]
+    assert isinstance(pull, dict)
+    head = pull["head"]
     head["repo"] = {**head["repo"], "full_name": "mallory/widgets"}
     event = tmp_path / "event.json"
     event.write_text(json.dumps(payload))
@@ -513,7 +517,7 @@ def test_a_fork_is_blamed_only_when_the_pull_request_comes_from_one(
         default_branch="main",
         env={**env_of(hub), "GITHUB_EVENT_PATH": str(event)},
         dry_run=False,
-        echo=[].append,
+        echo=list[str]().append,
         transport=FAST,
     )
 

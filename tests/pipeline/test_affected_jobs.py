@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from actions import checkout, job_env, open_pull_request, pull_request_payload, push_payload, tip
@@ -92,14 +93,14 @@ class Jobs:
     def __init__(self, origin: Path, root: Path) -> None:
         self.origin, self.root, self.count = origin, root, 0
 
-    def push(self, *args: str, code: int = 0) -> tuple[dict[str, object], str]:
+    def push(self, *args: str, code: int = 0) -> tuple[dict[str, Any], str]:
         sha = tip(self.origin, "main")
         payload = push_payload(REPOSITORY, "main", branch="main", before=sha, after=sha)
         return self._job("refs/heads/main", sha, payload, args, code)
 
     def pull(
         self, changes: Mapping[str, str], *args: str, code: int = 0, number: int = 0
-    ) -> tuple[dict[str, object], str]:
+    ) -> tuple[dict[str, Any], str]:
         """A pull request whose branch changes ``changes`` (path -> new text)."""
         self.count += 1
         number = number or self.count
@@ -127,10 +128,12 @@ class Jobs:
 
     def _job(
         self, ref: str, sha: str, payload: dict[str, object], args: tuple[str, ...], code: int
-    ) -> tuple[dict[str, object], str]:
+    ) -> tuple[dict[str, Any], str]:
         self.count += 1
         workspace = checkout(self.origin, self.root / f"job-{self.count}", ref=ref, sha=sha)
         pull = ref.startswith("refs/pull/")
+        pull_request = payload.get("pull_request", {})
+        assert isinstance(pull_request, dict)
         env = job_env(
             workspace,
             event_name="pull_request" if pull else "push",
@@ -138,9 +141,7 @@ class Jobs:
             ref=ref,
             sha=sha,
             repository=REPOSITORY,
-            head_ref=str(payload.get("pull_request", {}).get("head", {}).get("ref", ""))  # type: ignore[union-attr]
-            if pull
-            else "",
+            head_ref=str(pull_request.get("head", {}).get("ref", "")) if pull else "",
             base_ref="main" if pull else "",
         )
         proc = subprocess.run(
@@ -153,22 +154,22 @@ class Jobs:
         )
         said = proc.stdout + proc.stderr
         assert proc.returncode == code, said
-        report = json.loads((workspace / "firewall-report.json").read_text())
+        report: dict[str, Any] = json.loads((workspace / "firewall-report.json").read_text())
         summary = Path(env["GITHUB_STEP_SUMMARY"])
         self.summary = summary.read_text() if summary.exists() else ""
         return report, said
 
 
-def probed(report: Mapping[str, object]) -> set[str]:
-    return {e["id"] for e in report["evals"] if not e.get("carried")}  # type: ignore[attr-defined, index]
+def probed(report: Mapping[str, Any]) -> set[str]:
+    return {e["id"] for e in report["evals"] if not e.get("carried")}
 
 
-def carried(report: Mapping[str, object]) -> set[str]:
-    return {e["id"] for e in report["evals"] if e.get("carried")}  # type: ignore[attr-defined, index]
+def carried(report: Mapping[str, Any]) -> set[str]:
+    return {e["id"] for e in report["evals"] if e.get("carried")}
 
 
-def why(report: Mapping[str, object], eval_id: str) -> str:
-    (found,) = [e for e in report["evals"] if e["id"] == eval_id]  # type: ignore[attr-defined, index]
+def why(report: Mapping[str, Any], eval_id: str) -> str:
+    (found,) = [e for e in report["evals"] if e["id"] == eval_id]
     return str(found.get("affected"))
 
 

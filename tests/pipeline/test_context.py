@@ -11,6 +11,7 @@ from pathlib import Path
 import actions_parser
 import pytest
 
+from firewall.errors import ConfigError
 from firewall.pipeline import context
 from firewall.pipeline.run import RunOptions, run
 from firewall.store.history import HistoryRow, LocalHistory
@@ -94,7 +95,7 @@ def test_the_snapshot_follows_what_the_run_wrote(project: Path) -> None:
 def test_a_file_setting_that_names_a_directory_is_a_config_error(project: Path, key: str) -> None:
     (project / "somedir").mkdir()
     write_project(project, f'{key} = "somedir"\n' + CONFIG)
-    with pytest.raises(context.ConfigError) as caught:
+    with pytest.raises(ConfigError) as caught:
         context.load(cwd=project, env={})
     assert str(caught.value).startswith(f"firewall.toml: {key} = 'somedir' is a directory")
     assert caught.value.exit_code == 2
@@ -103,7 +104,7 @@ def test_a_file_setting_that_names_a_directory_is_a_config_error(project: Path, 
 def test_a_file_setting_under_a_regular_file_is_a_config_error(project: Path) -> None:
     (project / "sub").write_text("not a directory\n")
     write_project(project, 'report = "sub/firewall-report.json"\n' + CONFIG)
-    with pytest.raises(context.ConfigError) as caught:
+    with pytest.raises(ConfigError) as caught:
         context.load(cwd=project, env={})
     assert str(caught.value).startswith(
         "firewall.toml: report = 'sub/firewall-report.json' is inside 'sub', which is a file"

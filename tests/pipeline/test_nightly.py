@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,9 +53,10 @@ def lifecycle(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def registry(root: Path) -> dict:  # type: ignore[type-arg]
+def registry(root: Path) -> dict[str, Any]:
     path = root / "quarantine.json"
-    return json.loads(path.read_text())["evals"] if path.exists() else {}
+    evals: dict[str, Any] = json.loads(path.read_text())["evals"] if path.exists() else {}
+    return evals
 
 
 def set_mode(root: Path, mode: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,7 +74,7 @@ def pull_request_env(root: Path) -> dict[str, str]:
     }
 
 
-def decide(root: Path, env: dict[str, str]) -> dict[str, dict[str, object]]:
+def decide(root: Path, env: dict[str, str]) -> dict[str, dict[str, Any]]:
     result = run(context.load(cwd=root, env=env), RunOptions(dry_run=True))
     return {r.id: r.model_dump(mode="json") for r in result.artefact.evals}
 
@@ -84,7 +85,7 @@ def test_a_drop_beyond_max_drop_on_a_pull_request_fails(project: Path) -> None:
     reports = decide(project, pull_request_env(project))
     triage = reports["triage"]
     assert triage["status"] == "fail" and str(triage["reason"]).startswith("regression: drop 0.1")
-    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
+    check = next(c for c in triage["checks"] if c["name"] == "regression")
     assert check["ok"] is False and "max_drop" not in check["allowed"]
     assert reports["other"]["status"] == "pass", "an eval that did not opt in is not compared"
 
@@ -94,7 +95,7 @@ def test_the_same_level_as_the_default_branch_is_no_regression(project: Path) ->
     main_history(project, [0.90, 0.902, 0.898, 0.90, 0.901, 0.899])
     triage = decide(project, pull_request_env(project))["triage"]
     assert triage["status"] == "pass"
-    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
+    check = next(c for c in triage["checks"] if c["name"] == "regression")
     assert check["ok"] is True and "(ok)" in check["allowed"]
 
 
@@ -110,7 +111,7 @@ def test_on_the_default_branch_nothing_is_compared(project: Path, tmp_path: Path
         "GITHUB_EVENT_PATH": str(event),
     }
     triage = decide(project, env)["triage"]
-    assert triage["status"] == "pass" and all(c["name"] != "regression" for c in triage["checks"])  # type: ignore[union-attr]
+    assert triage["status"] == "pass" and all(c["name"] != "regression" for c in triage["checks"])
 
 
 @pytest.mark.parametrize("runs", [0, 2])
@@ -119,7 +120,7 @@ def test_too_little_history_gives_no_verdict_and_no_failure(project: Path, runs:
     main_history(project, [0.90] * runs)
     triage = decide(project, pull_request_env(project))["triage"]
     assert triage["status"] == "pass"
-    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
+    check = next(c for c in triage["checks"] if c["name"] == "regression")
     assert check["ok"] is True and "no-baseline" in check["allowed"]
 
 
@@ -133,9 +134,9 @@ def test_an_unclear_drop_gets_trials_up_to_max_k_when_they_can_settle_it(project
     # The default branch's runs hardly drift: their means differ by their trials' noise.
     main_history(project, [0.90, 0.901, 0.899, 0.90, 0.9005, 0.8995], sd=0.02)
     triage = decide(project, pull_request_env(project))["triage"]
-    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
-    assert len(triage["trials"]) == 15  # type: ignore[arg-type]
-    assert triage["stop"]["trials"] == 15 and triage["stop"]["planned"] == 7  # type: ignore[index]
+    check = next(c for c in triage["checks"] if c["name"] == "regression")
+    assert len(triage["trials"]) == 15
+    assert triage["stop"]["trials"] == 15 and triage["stop"]["planned"] == 7
     assert "(ok)" in check["allowed"], triage["reason"]
 
 
@@ -149,8 +150,8 @@ def test_drift_between_default_branch_runs_gets_no_trials_and_says_so(project: P
     # Runs that move by about 0.01 between them: no number of this run's trials helps.
     main_history(project, [0.90, 0.915, 0.885, 0.90, 0.91, 0.89])
     triage = decide(project, pull_request_env(project))["triage"]
-    check = next(c for c in triage["checks"] if c["name"] == "regression")  # type: ignore[union-attr]
-    assert "(unclear)" in check["allowed"] and len(triage["trials"]) == 7  # type: ignore[arg-type]
+    check = next(c for c in triage["checks"] if c["name"] == "regression")
+    assert "(unclear)" in check["allowed"] and len(triage["trials"]) == 7
     assert "run-to-run drift 0.01" in str(triage["reason"])
     assert "limits detection to drops of" in str(triage["reason"])
 

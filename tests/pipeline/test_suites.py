@@ -8,6 +8,7 @@ import shutil
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -52,7 +53,7 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
 
-def report(root: Path) -> dict[str, dict[str, object]]:
+def report(root: Path) -> dict[str, dict[str, Any]]:
     data = json.loads((root / "firewall-report.json").read_text())
     return {e["id"]: e for e in data["evals"]}
 
@@ -97,7 +98,7 @@ def test_a_quarantined_case_still_runs_and_never_blocks(pytest_suite: Path) -> N
     second = invoke("run")
     flaky = report(pytest_suite)["shop/suite/test_shop.py/test_flaky"]
     assert flaky["status"] == "quarantined" and flaky["blocking"] is False
-    assert len(flaky["trials"]) == 4  # type: ignore[arg-type]
+    assert len(flaky["trials"]) == 4
     assert second.exit_code == 0, second.output
 
 
@@ -272,7 +273,7 @@ def reproduce_line(root: Path, eval_id: str) -> list[str]:
 def test_the_reproduce_line_of_a_pytest_case_reruns_that_case_alone(pytest_suite: Path) -> None:
     invoke("run")
     flaky = "shop/suite/test_shop.py/test_flaky"
-    failed = next(t for t in report(pytest_suite)[flaky]["trials"] if not t["passed"])  # type: ignore[attr-defined]
+    failed = next(t for t in report(pytest_suite)[flaky]["trials"] if not t["passed"])
 
     replayed = invoke(*reproduce_line(pytest_suite, flaky))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import ClassVar
@@ -236,15 +237,18 @@ def test_junit_failure_carries_the_reason_checklist_and_replay_command() -> None
     assert f"reproduce: firewall replay regressed --seed {first.seed} --trial 0" in body
 
 
+def skipped_message(case: ET.Element) -> str:
+    skipped = case.find("skipped")
+    assert skipped is not None, ET.tostring(case, encoding="unicode")
+    return skipped.attrib["message"]
+
+
 def test_junit_skipped_messages_say_why_it_did_not_block() -> None:
     by_name = cases(parse_junit(render_junit(every_kind())))
-    messages = {
-        name: by_name[name].find("skipped").get("message")  # type: ignore[union-attr]
-        for name in ("wobbly", "held", "advisory")
-    }
-    assert messages["wobbly"].startswith("QUARANTINE: iqr ")  # type: ignore[union-attr]
+    messages = {name: skipped_message(by_name[name]) for name in ("wobbly", "held", "advisory")}
+    assert messages["wobbly"].startswith("QUARANTINE: iqr ")
     assert messages["held"] == "QUARANTINED: in quarantine since 2026-11-29: flaky judge"
-    assert messages["advisory"].startswith("non-blocking FAIL: median 0.5 < ")  # type: ignore[union-attr]
+    assert messages["advisory"].startswith("non-blocking FAIL: median 0.5 < ")
     out = by_name["advisory"].find("system-out")
     assert out is not None and (out.text or "").startswith("FAIL (non-blocking), k=7, median 0.5")
 
@@ -410,9 +414,11 @@ def test_report_defaults_to_the_markdown_summary(saved: Path) -> None:
         ("--html", lambda text: parse_page(text).tags[0][0] == "html"),
     ],
 )
-def test_report_prints_and_writes_each_format(saved: Path, flag: str, check: object) -> None:
+def test_report_prints_and_writes_each_format(
+    saved: Path, flag: str, check: Callable[[str], bool]
+) -> None:
     printed = invoke("report", str(saved), flag)
-    assert printed.exit_code == 0 and check(printed.stdout)  # type: ignore[operator]
+    assert printed.exit_code == 0 and check(printed.stdout)
     out = saved.parent / "out" / "rendered"
     written = invoke("report", str(saved), flag, "--out", str(out))
     assert written.exit_code == 0 and written.stdout == ""
@@ -465,8 +471,9 @@ def test_report_of_a_real_run(project: Path) -> None:
     suite = parse_junit(result.stdout)
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
     low = cases(suite)["low"]
-    assert low.find("failure") is not None
+    failure = low.find("failure")
+    assert failure is not None
     assert "source: firewall.toml:" in (low.findtext("system-out") or "")
     data = json.loads((project / "firewall-report.json").read_text(encoding="utf-8"))
     seed = data["evals"][1]["trials"][0]["seed"]
-    assert f"--seed {seed}" in (low.find("failure").text or "")  # type: ignore[union-attr]
+    assert f"--seed {seed}" in (failure.text or "")

@@ -49,16 +49,18 @@ def row(
 
 def entry(days_ago: int, streak: int = 1, **extra: object) -> Entry:
     since = AT - dt.timedelta(days=days_ago)
-    return Entry(
-        since=since,
-        source="auto",
-        reason="iqr 0.2 > 0.03",
-        median=0.7,
-        iqr=0.2,
-        k=7,
-        stable_streak=streak,
-        review_by=since + dt.timedelta(days=30),
-        **extra,
+    return Entry.model_validate(
+        {
+            "since": since,
+            "source": "auto",
+            "reason": "iqr 0.2 > 0.03",
+            "median": 0.7,
+            "iqr": 0.2,
+            "k": 7,
+            "stable_streak": streak,
+            "review_by": since + dt.timedelta(days=30),
+            **extra,
+        }
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,14 +181,12 @@ def test_a_table_in_a_log_is_120_columns_and_a_terminal_its_own_width(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(terminal.sys.stdout, "isatty", lambda: False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     assert terminal.width() == terminal.LOG_WIDTH == 120
     monkeypatch.setenv("COLUMNS", "77")
     assert terminal.width() == 77
     monkeypatch.delenv("COLUMNS")
-    monkeypatch.setattr(terminal.sys.stdout, "isatty", lambda: True)
-    monkeypatch.setattr(
-        terminal.shutil, "get_terminal_size", lambda fallback: os.terminal_size((64, 20))
-    )
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback: os.terminal_size((64, 20)))
     assert terminal.width() == 64
     assert max(map(len, table(suite(500, failing(LONG)), colour=False).splitlines())) <= 64

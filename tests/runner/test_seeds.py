@@ -14,7 +14,7 @@ def oracle(base_seed: int, eval_id: str, index: int) -> int:
     """Contract §3, written out independently: the first 4 digest bytes, big-endian, 31 bits."""
     digest = hashlib.sha256(f"{base_seed}:{eval_id}:{index}".encode()).digest()
     (word,) = struct.unpack(">I", digest[:4])
-    return word % 2**31
+    return int(word) % 2**31
 
 
 @pytest.mark.parametrize("base_seed", [0, 1, 20261129, 2**31 - 1, 2**40])

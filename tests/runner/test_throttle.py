@@ -66,7 +66,7 @@ def test_a_rate_is_so_many_starts_in_a_sliding_window(
     rate: float, expected: tuple[int, float]
 ) -> None:
     starts, window = meter(rate)
-    assert (starts, window) == (expected[0], pytest.approx(expected[1]))
+    assert (starts, window) == pytest.approx(expected)
 
 
 START_LOG = """
