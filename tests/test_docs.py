@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -131,10 +132,10 @@ def test_the_readme_is_short_and_its_links_resolve() -> None:
             assert (REPO / target).exists(), target
 
 
-def markdown_tables(text: str) -> list[dict[str, list]]:
+def markdown_tables(text: str) -> list[dict[str, list[Any]]]:
     """Every Markdown table in ``text``: its header cells and its rows of cells, parsed as
     `benchmarks/decisions.py --json` parses the tables it prints."""
-    tables: list[dict[str, list]] = []
+    tables: list[dict[str, list[Any]]] = []
     for block in re.split(r"\n\s*\n", text):
         lines = [line.strip() for line in block.splitlines() if line.startswith("|")]
         if len(lines) >= 2 and set(lines[1]) <= set("|-: "):

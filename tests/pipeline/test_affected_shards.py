@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from actions import checkout, job_env
@@ -38,13 +39,13 @@ class ShardedJobs(Jobs):
 
     def __init__(self, origin: Path, root: Path) -> None:
         super().__init__(origin, root)
-        self.tamper: object = None
+        self.tamper: Callable[[list[Path]], None] | None = None
         self.gate_args: tuple[str, ...] = ()
         self.parts: list[Path] = []
 
     def _job(
         self, ref: str, sha: str, payload: dict[str, object], args: tuple[str, ...], code: int
-    ) -> tuple[dict[str, object], str]:
+    ) -> tuple[dict[str, Any], str]:
         downloads = self.root / f"parts-{self.count}"
         downloads.mkdir()
         said = ""
@@ -56,7 +57,7 @@ class ShardedJobs(Jobs):
             said += proc.stdout + proc.stderr
             assert proc.returncode == 0, said
         self.parts = sorted(downloads.glob("part-*.json"))
-        if callable(self.tamper):
+        if self.tamper is not None:
             self.tamper(self.parts)
         proc = self._firewall(ref, sha, payload, ["gate", "--no-issues", *self.gate_args])(
             *map(str, self.parts)
@@ -69,11 +70,12 @@ class ShardedJobs(Jobs):
 
     def _firewall(
         self, ref: str, sha: str, payload: dict[str, object], command: list[str]
-    ) -> object:
+    ) -> Callable[..., subprocess.CompletedProcess[str]]:
         self.count += 1
         self.workspace = checkout(self.origin, self.root / f"job-{self.count}", ref=ref, sha=sha)
         pull = ref.startswith("refs/pull/")
-        head = payload.get("pull_request", {}).get("head", {}).get("ref", "")  # type: ignore[union-attr]
+        pull_request: Any = payload.get("pull_request", {})
+        head = pull_request.get("head", {}).get("ref", "")
         env = job_env(
             self.workspace,
             event_name="pull_request" if pull else "push",
@@ -99,13 +101,14 @@ class ShardedJobs(Jobs):
         return run
 
 
-def part_json(path: Path) -> dict[str, object]:
-    return json.loads(path.read_text())  # type: ignore[no-any-return]
+def part_json(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
 
 
-def edit(path: Path, change: object) -> None:
+def edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     data = part_json(path)
-    change(data)  # type: ignore[operator]
+    change(data)
     path.write_text(json.dumps(data))
 
 
@@ -114,10 +117,10 @@ def jobs(tmp_path: Path) -> ShardedJobs:
     jobs = ShardedJobs(make_origin(tmp_path, PROJECT, branch="main"), tmp_path)
     report, _ = jobs.push()  # the default branch's sharded run, kept on the state branch
     assert probed(report) == EVERY
-    assert all(e["fingerprint"] for e in report["evals"]), "every eval fingerprinted"  # type: ignore[index]
+    assert all(e["fingerprint"] for e in report["evals"]), "every eval fingerprinted"
     parts = [part_json(path) for path in jobs.parts]
     assert all(part["carried"] is None for part in parts), "a push probes every eval"
-    reads = {target for part in parts for target in part["reads"]}  # type: ignore[attr-defined]
+    reads = {target for part in parts for target in part["reads"]}
     assert reads == {
         "evals.triage:accuracy",
         "evals.triage:tone",
@@ -134,11 +137,11 @@ def test_a_sharded_pull_request_probes_exactly_the_evals_its_change_reaches(
     assert probed(report) == {"triage-accuracy", "triage-tone"}
     assert carried(report) == {"summary", "lookup", "smoke"}
     assert why(report, "triage-tone") == "prompts/triage.txt changed"
-    assert report["run"]["saved"]["evals"] == 3  # type: ignore[index]
+    assert report["run"]["saved"]["evals"] == 3
     assert "affected-only: 3 of 5 evals carried from main" in said
-    claimed = sorted(e for path in jobs.parts for e in part_json(path)["carried"])  # type: ignore[attr-defined]
+    claimed = sorted(e for path in jobs.parts for e in part_json(path)["carried"])
     assert claimed == ["lookup", "smoke", "summary"]
-    assert all(e["fingerprint"] for e in report["evals"]), "probed ones stamped by the gate"  # type: ignore[index]
+    assert all(e["fingerprint"] for e in report["evals"]), "probed ones stamped by the gate"
 
 
 def test_a_sharded_pull_request_changing_nothing_evaluable_carries_every_eval(
@@ -146,25 +149,25 @@ def test_a_sharded_pull_request_changing_nothing_evaluable_carries_every_eval(
 ) -> None:
     report, said = jobs.pull({"README.md": "# evals\n\nNow with a paragraph.\n"})
     assert probed(report) == set() and carried(report) == EVERY
-    assert report["summary"]["exit_code"] == 0 and report["summary"]["trials"] == 0  # type: ignore[index]
+    assert report["summary"]["exit_code"] == 0 and report["summary"]["trials"] == 0
     assert "affected-only: 5 of 5 evals carried from main" in said
 
 
 def test_all_makes_the_probes_probe_every_eval(jobs: ShardedJobs) -> None:
     report, _ = jobs.pull({"README.md": "# changed\n"}, "--all")
-    assert probed(report) == EVERY and report["run"]["saved"] is None  # type: ignore[index]
+    assert probed(report) == EVERY and report["run"]["saved"] is None
 
 
-def drop(eval_id: str) -> object:
+def drop(eval_id: str) -> Callable[[list[Path]], None]:
     """A tamper: the part that probed ``eval_id`` says it carried it instead."""
 
     def change(parts: list[Path]) -> None:
         for path in parts:
             data = part_json(path)
-            if eval_id in data["trials"]:  # type: ignore[operator]
-                data["trials"].pop(eval_id)  # type: ignore[attr-defined]
-                data["specs"] = [s for s in data["specs"] if s["id"] != eval_id]  # type: ignore[attr-defined]
-                data["carried"] = sorted([*(data["carried"] or []), eval_id])  # type: ignore[misc]
+            if eval_id in data["trials"]:
+                data["trials"].pop(eval_id)
+                data["specs"] = [s for s in data["specs"] if s["id"] != eval_id]
+                data["carried"] = sorted([*(data["carried"] or []), eval_id])
                 path.write_text(json.dumps(data))
 
     return change
@@ -179,8 +182,8 @@ def test_a_part_cannot_carry_an_eval_its_change_reaches(jobs: ShardedJobs) -> No
     )
     jobs.gate_args = ("--allow-partial",)
     report, said = jobs.pull({"prompts/triage.txt": "Sort the ticket, firmly.\n"})
-    assert "triage-tone" not in {e["id"] for e in report["evals"]}  # type: ignore[attr-defined]
-    assert any("triage-tone" in lack for lack in report["run"]["partial"])  # type: ignore[index, union-attr]
+    assert "triage-tone" not in {e["id"] for e in report["evals"]}
+    assert any("triage-tone" in lack for lack in report["run"]["partial"])
 
 
 def test_a_part_cannot_carry_an_eval_the_configuration_does_not_know(jobs: ShardedJobs) -> None:
@@ -194,8 +197,8 @@ def test_a_part_cannot_carry_an_eval_the_configuration_does_not_know(jobs: Shard
 
 def test_a_part_cannot_name_a_file_outside_the_checkout(jobs: ShardedJobs) -> None:
     def outside(parts: list[Path]) -> None:
-        def change(data: dict[str, object]) -> None:
-            reads: Mapping[str, list[str]] = data["reads"]  # type: ignore[assignment]
+        def change(data: dict[str, Any]) -> None:
+            reads: Mapping[str, list[str]] = data["reads"]
             data["reads"] = {**reads, "evals.lookup:hits": ["../../etc/passwd"]}
 
         edit(parts[0], change)
