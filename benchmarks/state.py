@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import random
 import statistics
@@ -95,22 +96,27 @@ def build_origin(
     history: bool = True,
     days: int = DAYS,
     name: str = "origin.git",
+    project: dict[str, str] | None = None,
+    now: dt.datetime = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc),
 ) -> Path:
-    """A bare origin with a default branch and a state branch ``days`` old, as the
-    firewall's pushes leave it: each eval's newest runs in recent.jsonl, the newest run's
-    file, older runs rolled up by week, one parentless commit (the last push's, made by
-    the firewall itself). ``history`` is kept for the old scenario's signature."""
+    """A bare origin with a default branch (``project``'s files, else an empty config) and
+    a state branch ``days`` old, as the firewall's pushes leave it: each eval's newest runs
+    in recent.jsonl, the newest run's file, older runs rolled up by week, one parentless
+    commit (the last push's, made by the firewall itself). Without ``history``, the
+    origin has no state branch at all."""
     origin = root / name
     git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
     seed = root / f"seed-{name}"
     git(root, "clone", "--quiet", str(origin), str(seed))
-    (seed / "firewall.toml").write_text("")
+    for path, text in (project or {"firewall.toml": ""}).items():
+        (seed / path).write_text(text)
     git(seed, "add", "--all")
     git(seed, "commit", "--quiet", "-m", "project")
     git(seed, "push", "--quiet", "origin", "HEAD:main")
+    if not history:
+        return origin
 
     rng = random.Random(20261201)
-    now = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
     step = dt.timedelta(days=1) / runs_per_day
     newest = [now - step * n for n in range(RECENT_RUNS)][::-1]  # kept whole
     recent, _ = fold_recent(None, [r for at in newest for r in run_rows(evals, at, rng)])
@@ -216,6 +222,132 @@ def command_cost(root: Path, origin: Path, branch: str, evals: int, n: int) -> d
     # The process's whole life, start-up and imports included, as a command's would be.
     seconds = time.perf_counter() - started
     return {"trend_rows": float(out[-4]), "seconds": seconds, "rss": float(out[-1])}
+
+
+# --- a real CI command, with a year of state and with none ------------------------------
+
+FIREWALL = str(Path(sys.executable).parent / "firewall")
+QUARANTINED = 50  # of the evals, in quarantine.json: what `status` shows with its trends
+
+
+def ci_project(evals: int, at: dt.datetime) -> dict[str, str]:
+    """The default branch of a project of ``evals`` trivial evals (k = 7, the default), the
+    first ``QUARANTINED`` of them in the registry, with the ids the state's rows carry."""
+    config = "seed = 20261201\n" + "".join(
+        f'\n[[evals]]\nid = "suite/eval-{i:04d}"\npython = "bench_evals:fn"\n' for i in range(evals)
+    )
+    since = to_text(at - dt.timedelta(days=30))
+    entries = {
+        f"suite/eval-{i:04d}": {"since": since, "source": "manual", "reason": "benchmark"}
+        for i in range(QUARANTINED)
+    }
+    return {
+        "firewall.toml": config,
+        "bench_evals.py": "def fn(seed):\n    return 1.0\n",
+        "quarantine.json": json.dumps({"schema_version": 1, "evals": entries}),
+        ".gitignore": ".firewall/\nfirewall-report.json\n",
+    }
+
+
+def ci_checkout(root: Path, origin: Path, name: str) -> Path:
+    """A checkout as actions/checkout makes it: one commit of the default branch fetched
+    shallow, no other branch, no ``refs/remotes/origin/HEAD``."""
+    clone = root / name
+    git(root, "init", "--quiet", "--initial-branch=main", str(clone))
+    git(clone, "remote", "add", "origin", f"file://{origin}")
+    git(
+        clone,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--depth=1",
+        "origin",
+        "+refs/heads/main:refs/remotes/origin/main",
+    )
+    git(clone, "checkout", "--quiet", "--force", "-B", "main", "refs/remotes/origin/main")
+    return clone
+
+
+def ci_env(clone: Path) -> dict[str, str]:
+    """A push to the default branch in GitHub Actions, without a token (no issues)."""
+    event = clone.parent / f"{clone.name}-event.json"
+    event.write_text(json.dumps({"repository": {"default_branch": "main"}}))
+    summary, outputs = clone.parent / f"{clone.name}-summary.md", clone.parent / f"{clone.name}-out"
+    summary.write_text("")
+    outputs.write_text("")
+    env = {k: v for k, v in ENV.items() if not k.startswith(("GITHUB_", "FIREWALL_", "RUNNER_"))}
+    env.pop("CI", None)
+    return {
+        **env,
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REF": "refs/heads/main",
+        "GITHUB_SHA": git(clone, "rev-parse", "HEAD"),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_OUTPUT": str(outputs),
+    }
+
+
+# The command, timed from a small process of its own: a child's peak RSS on Linux starts
+# at its parent's at the fork, and this benchmark's own process holds a year of rows.
+_TIMED = """
+import json, os, subprocess, sys, time
+began = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:], cwd=sys.argv[1], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE)
+err = proc.stderr.read()
+_, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps({"code": os.waitstatus_to_exitcode(status), "wall": time.perf_counter() - began,
+                  "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss * 1024,
+                  "stderr": err.decode("utf-8", "replace")[-3000:]}))
+"""
+
+
+def timed_command(clone: Path, env: dict[str, str], *args: str) -> dict[str, float]:
+    """Wall and CPU seconds (the command and the workers it reaped) and peak RSS of a
+    `firewall` command in ``clone``, which must exit 0."""
+    done = subprocess.run(
+        [sys.executable, "-c", _TIMED, str(clone), FIREWALL, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    measured = json.loads(done.stdout)
+    if measured["code"] != 0:
+        sys.exit(f"firewall {' '.join(args)} exited {measured['code']}:\n{measured['stderr']}")
+    return measured
+
+
+def ci_commands(
+    root: Path, with_state: Path, tip: str, without: Path, repetitions: int
+) -> list[tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]]:
+    """`firewall run` (a push to the default branch: it reads the trends, pushes its rows)
+    and `firewall status` on a fresh CI checkout, with a year of state and without a state
+    branch, back to back each repetition. Each command starts from the same branch: the
+    year's tip, or none (a run without state creates the branch: that is what it costs)."""
+    pairs = []
+    for n in range(repetitions):
+        pair = []
+        for origin in (with_state, without):
+            measured = {}
+            for command in ("run", "status"):
+                if origin is with_state:
+                    git(origin, "update-ref", "refs/heads/firewall-state", tip)
+                else:
+                    subprocess.run(
+                        ["git", "update-ref", "-d", "refs/heads/firewall-state"],
+                        cwd=origin,
+                        env=ENV,
+                        capture_output=True,
+                    )
+                clone = ci_checkout(root, origin, f"ci-{origin.stem}-{command}-{n}")
+                measured[command] = timed_command(clone, ci_env(clone), command)
+            pair.append(measured)
+        pairs.append((pair[0], pair[1]))
+    return pairs
 
 
 def clone_bytes(root: Path, origin: Path, name: str) -> int:

@@ -43,6 +43,7 @@ from firewall.store.statefiles import (
     fold_recent,
     parse_file,
     parse_rollup,
+    recent_medians,
     recent_rows,
     recent_run_ids,
     render_rollup,
@@ -143,6 +144,27 @@ class GitState:
             )
             rows += chosen[-last:] if last is not None else chosen
         return sorted(rows, key=lambda row: row.build_ts)
+
+    def medians(
+        self, since: str, eval_ids: Collection[str], *, last: int
+    ) -> dict[str, list[float | None]]:
+        """Each eval's medians of ``rows(since, eval_ids, last=last)``, oldest first, read from
+        ``recent.jsonl``'s columns; the rows are built only for evals it holds too few of."""
+        tip = self.tip()
+        if tip is None:
+            return {}
+        skipped: list[str] = []
+        found = recent_medians(
+            self._recent_text(tip), eval_ids, since=since, last=last, skipped=skipped.append
+        )
+        self._said_of(RECENT, skipped)
+        short = {eval_id for eval_id in eval_ids if len(found.get(eval_id, ())) < last}
+        if short:
+            for eval_id in short:
+                found[eval_id] = []
+            for row in self.rows(since, short, last=last):
+                found[row.eval_id].append(row.median)
+        return {eval_id: points for eval_id, points in found.items() if points}
 
     def last_run(self) -> list[HistoryRow]:
         """The rows of the newest run file: the paths sort by day and time."""

@@ -139,6 +139,12 @@ class HistoryStore(Protocol):
         ``ref``, only rows of runs on that git ref; with ``last``, only each eval's newest
         ``last`` of them (a sparkline's points, a baseline's runs)."""
 
+    def medians(
+        self, eval_ids: Collection[str], *, since: dt.datetime, last: int
+    ) -> dict[str, list[float | None]]:
+        """Each eval's medians of ``recent(eval_ids, since=since, last=last)``, oldest first
+        (an eval without a row there is left out): what a sparkline draws."""
+
     def last_run(self) -> list[HistoryRow]:
         """The rows of the most recent run."""
 
@@ -340,6 +346,14 @@ class LocalHistory:
         if ref is not None:
             found = [row for row in found if row.git_ref == ref]
         return found if last is None else _newest(found, last)
+
+    def medians(
+        self, eval_ids: Collection[str], *, since: dt.datetime, last: int
+    ) -> dict[str, list[float | None]]:
+        found: dict[str, list[float | None]] = {}
+        for row in self.recent(eval_ids, since=since, last=last):
+            found.setdefault(row.eval_id, []).append(row.median)
+        return found
 
     def last_run(self, chunk: int = 1 << 18) -> list[HistoryRow]:
         """The rows of the most recent run, read from the end of the file.
