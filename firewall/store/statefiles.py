@@ -143,11 +143,23 @@ def render_rollup(week: str, rows: Sequence[HistoryRow]) -> str:
     return "\n".join([header, *body]) + "\n"
 
 
-def parse_rollup(text: str, skipped: Callable[[str], None] | None = None) -> Iterator[HistoryRow]:
-    """The rows of one week's rollup file, skipping (and telling ``skipped``) as ``parse_file``."""
-    for line in text.splitlines()[1:]:
+def parse_rollup(
+    text: str,
+    skipped: Callable[[str], None] | None = None,
+    *,
+    eval_ids: Collection[str] | None = None,
+) -> Iterator[HistoryRow]:
+    """The rows of one week's rollup file, skipping (and telling ``skipped``) as ``parse_file``;
+    with ``eval_ids``, only theirs, the other lines passed over by their first bytes."""
+    lines = _lines(text)
+    next(lines, None)
+    wanted = None if eval_ids is None else set(eval_ids)
+    for line in lines:
+        if wanted is not None and (named := _line_eval(line)) is not None and named not in wanted:
+            continue
         data = _document(line, skipped)
-        if data is not None and (row := _row(data, skipped)) is not None:
+        row = None if data is None else _row(data, skipped)
+        if row is not None and (wanted is None or row.eval_id in wanted):
             yield row
 
 
