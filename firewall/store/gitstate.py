@@ -321,7 +321,7 @@ class GitState:
         """A few evals' rows of rollup weeks: the other evals' lines are passed over unparsed
         (`status` wants the quarantined evals' weeks, not a row of every eval)."""
         texts = self._blobs_by_id([blob for blob, _ in weeks])
-        rows = []
+        rows: list[HistoryRow] = []
         for (_, name), text in zip(weeks, texts, strict=True):
             skipped: list[str] = []
             rows += parse_rollup(text, skipped.append, eval_ids=eval_ids)

@@ -232,8 +232,9 @@ def _mean(values: Iterable[float | None]) -> float | None:
 # --- recent.jsonl: each eval's newest runs -------------------------------------------
 
 RECENT = "recent.jsonl"
-# Each eval's newest runs kept whole: the most any CI reader asks for (the HTML report's
-# 30-run trend; the regression baseline's 20; the summary's 14-point sparkline).
+# Each eval's newest ``RECENT_RUNS`` runs kept whole: the most any CI reader asks for (the
+# HTML report's TREND_RUNS, the regression baseline's BASELINE_RUNS, the summary's
+# TREND_POINTS; firewall.constants says each once).
 _HEADER_FIELDS = ("mode", "build_ts", "git_sha", "git_ref")  # a run's, said once
 _COLUMNS = (
     "run_id",
