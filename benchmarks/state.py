@@ -18,14 +18,18 @@ parsing the rows adds to git's own cost.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import json
 import os
 import random
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from firewall.constants import RECENT_RUNS
@@ -95,22 +99,27 @@ def build_origin(
     history: bool = True,
     days: int = DAYS,
     name: str = "origin.git",
+    project: dict[str, str] | None = None,
+    now: dt.datetime = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc),
 ) -> Path:
-    """A bare origin with a default branch and a state branch ``days`` old, as the
-    firewall's pushes leave it: each eval's newest runs in recent.jsonl, the newest run's
-    file, older runs rolled up by week, one parentless commit (the last push's, made by
-    the firewall itself). ``history`` is kept for the old scenario's signature."""
+    """A bare origin with a default branch (``project``'s files, else an empty config) and
+    a state branch ``days`` old, as the firewall's pushes leave it: each eval's newest runs
+    in recent.jsonl, the newest run's file, older runs rolled up by week, one parentless
+    commit (the last push's, made by the firewall itself). Without ``history``, the
+    origin has no state branch at all."""
     origin = root / name
     git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
     seed = root / f"seed-{name}"
     git(root, "clone", "--quiet", str(origin), str(seed))
-    (seed / "firewall.toml").write_text("")
+    for path, text in (project or {"firewall.toml": ""}).items():
+        (seed / path).write_text(text)
     git(seed, "add", "--all")
     git(seed, "commit", "--quiet", "-m", "project")
     git(seed, "push", "--quiet", "origin", "HEAD:main")
+    if not history:
+        return origin
 
     rng = random.Random(20261201)
-    now = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
     step = dt.timedelta(days=1) / runs_per_day
     newest = [now - step * n for n in range(RECENT_RUNS)][::-1]  # kept whole
     recent, _ = fold_recent(None, [r for at in newest for r in run_rows(evals, at, rng)])
@@ -187,7 +196,7 @@ clone, branch, evals = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 started = time.perf_counter()
 shared = SharedHistory(LocalHistory(clone / "history.jsonl"),
                        GitState(clone, "origin", branch), writes=lambda: False, notice=print)
-now = dt.datetime(2026, 12, 1, 23, tzinfo=dt.timezone.utc)
+now = dt.datetime.fromisoformat(sys.argv[4])
 ids = {f"suite/eval-{i:04d}" for i in range(evals)}
 trend = read_trends(shared, ids, at=now)  # a publishing run's summary
 # a pull request's comment: each eval's latest status on the default branch
@@ -202,12 +211,14 @@ print(len(trend), len(last), time.perf_counter() - started, int(peak.split()[1])
 """
 
 
-def command_cost(root: Path, origin: Path, branch: str, evals: int, n: int) -> dict[str, float]:
+def command_cost(
+    root: Path, origin: Path, branch: str, evals: int, n: int, at: dt.datetime
+) -> dict[str, float]:
     clone = root / f"cmd-{branch}-{n}"
     git(root, "clone", "--quiet", "--depth=1", f"file://{origin}", str(clone))
     started = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", _COMMAND, str(clone), branch, str(evals)],
+        [sys.executable, "-c", _COMMAND, str(clone), branch, str(evals), at.isoformat()],
         capture_output=True,
         text=True,
         env=ENV,
@@ -215,7 +226,176 @@ def command_cost(root: Path, origin: Path, branch: str, evals: int, n: int) -> d
     ).stdout.split()
     # The process's whole life, start-up and imports included, as a command's would be.
     seconds = time.perf_counter() - started
-    return {"trend_rows": float(out[-4]), "seconds": seconds, "rss": float(out[-1])}
+    return {"sparklines": float(out[-4]), "seconds": seconds, "rss": float(out[-1])}
+
+
+# --- a real CI command, with a year of state and with none ------------------------------
+
+FIREWALL = str(Path(sys.executable).parent / "firewall")
+QUARANTINED = 50  # of the evals, in quarantine.json: what `status` shows with its trends
+
+
+def ci_project(evals: int, at: dt.datetime) -> dict[str, str]:
+    """The default branch of a project of ``evals`` trivial evals (k = 7, the default), the
+    first ``QUARANTINED`` of them in the registry, with the ids the state's rows carry."""
+    config = "seed = 20261201\n" + "".join(
+        f'\n[[evals]]\nid = "suite/eval-{i:04d}"\npython = "bench_evals:fn"\n' for i in range(evals)
+    )
+    since = to_text(at - dt.timedelta(days=30))
+    entries = {
+        f"suite/eval-{i:04d}": {"since": since, "source": "manual", "reason": "benchmark"}
+        for i in range(QUARANTINED)
+    }
+    return {
+        "firewall.toml": config,
+        "bench_evals.py": "def fn(seed):\n    return 1.0\n",
+        "quarantine.json": json.dumps({"schema_version": 1, "evals": entries}),
+        ".gitignore": ".firewall/\nfirewall-report.json\n",
+    }
+
+
+@contextlib.contextmanager
+def git_server(root: Path) -> Iterator[str]:
+    """``git daemon`` serving ``root`` on loopback, pushes allowed: its URL's prefix. The
+    server's packing is then its own processes' work, as GitHub's is, not the command's
+    (a ``file://`` remote runs upload-pack and receive-pack as the command's children)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--enable=receive-pack",
+            f"--base-path={root}",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            str(root),
+        ],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while (
+            subprocess.run(
+                ["git", "ls-remote", f"git://127.0.0.1:{port}/none.git"],
+                env=ENV,
+                capture_output=True,
+            ).returncode
+            != 0
+        ):
+            if time.monotonic() > deadline:
+                sys.exit("git daemon did not start")
+            time.sleep(0.1)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        daemon.terminate()
+        daemon.wait()
+
+
+def ci_checkout(root: Path, origin: Path, name: str, server: str) -> Path:
+    """A checkout as actions/checkout makes it: one commit of the default branch fetched
+    shallow, no other branch, no ``refs/remotes/origin/HEAD``."""
+    clone = root / name
+    git(root, "init", "--quiet", "--initial-branch=main", str(clone))
+    git(clone, "remote", "add", "origin", f"{server}/{origin.relative_to(root)}")
+    git(
+        clone,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--depth=1",
+        "origin",
+        "+refs/heads/main:refs/remotes/origin/main",
+    )
+    git(clone, "checkout", "--quiet", "--force", "-B", "main", "refs/remotes/origin/main")
+    return clone
+
+
+def ci_env(clone: Path) -> dict[str, str]:
+    """A push to the default branch in GitHub Actions, without a token (no issues)."""
+    event = clone.parent / f"{clone.name}-event.json"
+    event.write_text(json.dumps({"repository": {"default_branch": "main"}}))
+    summary, outputs = clone.parent / f"{clone.name}-summary.md", clone.parent / f"{clone.name}-out"
+    summary.write_text("")
+    outputs.write_text("")
+    env = {k: v for k, v in ENV.items() if not k.startswith(("GITHUB_", "FIREWALL_", "RUNNER_"))}
+    env.pop("CI", None)
+    return {
+        **env,
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REF": "refs/heads/main",
+        "GITHUB_SHA": git(clone, "rev-parse", "HEAD"),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_OUTPUT": str(outputs),
+    }
+
+
+# The command, timed from a small process of its own: a child's peak RSS on Linux starts
+# at its parent's at the fork, and this benchmark's own process holds a year of rows.
+_TIMED = """
+import json, os, subprocess, sys, time
+began = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:], cwd=sys.argv[1], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE)
+err = proc.stderr.read()
+_, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps({"code": os.waitstatus_to_exitcode(status), "wall": time.perf_counter() - began,
+                  "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss * 1024,
+                  "stderr": err.decode("utf-8", "replace")[-3000:]}))
+"""
+
+
+def timed_command(clone: Path, env: dict[str, str], *args: str) -> dict[str, float]:
+    """Wall and CPU seconds (the command and the workers it reaped) and peak RSS of a
+    `firewall` command in ``clone``, which must exit 0."""
+    done = subprocess.run(
+        [sys.executable, "-c", _TIMED, str(clone), FIREWALL, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    measured = json.loads(done.stdout)
+    if measured["code"] != 0:
+        sys.exit(f"firewall {' '.join(args)} exited {measured['code']}:\n{measured['stderr']}")
+    return measured
+
+
+def ci_commands(
+    root: Path, with_state: Path, tip: str, without: Path, repetitions: int, server: str
+) -> list[tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]]:
+    """`firewall run` (a push to the default branch: it reads the trends, pushes its rows)
+    and `firewall status` on a fresh CI checkout, with a year of state and without a state
+    branch, back to back each repetition. Each command starts from the same branch: the
+    year's tip, or none (a run without state creates the branch: that is what it costs)."""
+    pairs = []
+    for n in range(repetitions):
+        pair = []
+        for origin in (with_state, without):
+            measured = {}
+            for command in ("run", "status"):
+                if origin is with_state:
+                    git(origin, "update-ref", "refs/heads/firewall-state", tip)
+                else:
+                    subprocess.run(
+                        ["git", "update-ref", "-d", "refs/heads/firewall-state"],
+                        cwd=origin,
+                        env=ENV,
+                        capture_output=True,
+                    )
+                clone = ci_checkout(root, origin, f"ci-{origin.stem}-{command}-{n}", server)
+                measured[command] = timed_command(clone, ci_env(clone), command)
+            pair.append(measured)
+        pairs.append((pair[0], pair[1]))
+    return pairs
 
 
 def clone_bytes(root: Path, origin: Path, name: str) -> int:
@@ -231,18 +411,25 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
     with tempfile.TemporaryDirectory(prefix="firewall-state-bench-") as scratch:
         root = Path(scratch)
         started = time.perf_counter()
-        origin = build_origin(root, evals, runs_per_day)
+        at = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=2)
+        project = ci_project(evals, at)
+        origin = build_origin(root, evals, runs_per_day, project=project, now=at)
         month = build_origin(root, evals, runs_per_day, days=30, name="month.git")
+        stateless = build_origin(root, evals, history=False, name="none.git", project=project)
         print(
             f"built a month and a year of state ({evals} evals, {runs_per_day} runs a day) "
             f"in {time.perf_counter() - started:.0f} s"
         )
+        tip = git(origin, "rev-parse", "firewall-state")
+        with git_server(root) as server:
+            ci = ci_commands(root, origin, tip, stateless, repetitions, server)
+        git(origin, "update-ref", "refs/heads/firewall-state", tip)
         pairs = []
         for n in range(repetitions):  # with and without state back to back, each repetition
             pairs.append(
                 (
-                    command_cost(root, origin, "firewall-state", evals, n),
-                    command_cost(root, origin, "no-such-branch", evals, n),
+                    command_cost(root, origin, "firewall-state", evals, n, at),
+                    command_cost(root, origin, "no-such-branch", evals, n, at),
                 )
             )
         time_ratio = statistics.median(w["seconds"] / wo["seconds"] for w, wo in pairs)
@@ -257,13 +444,33 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
         commits = git(origin, "rev-list", "--count", "firewall-state")
     per_month = (tip_year - tip_month) / 11
     print(
-        "\n| a CI command's reads | with a year of state | without state | ratio |\n"
+        f"\n| a real CI command ({evals:,} trivial evals, k = 7, a push to the default "
+        "branch in Actions, a fresh shallow checkout, the remote a `git daemon` on "
+        "loopback) | with a year of state | without a state branch | ratio |\n"
+        "|---|---:|---:|---:|"
+    )
+    for command, label in (("run", "`firewall run`"), ("status", "`firewall status`")):
+        for key, what, scale, unit in (
+            ("cpu", "CPU (the command and the processes it reaped)", 1, "s"),
+            ("wall", "wall", 1, "s"),
+            ("rss", "peak RSS (ru_maxrss)", 1e-6, "MB"),
+        ):
+            mine = statistics.median(w[command][key] for w, _ in ci)
+            theirs = statistics.median(wo[command][key] for _, wo in ci)
+            ratio = statistics.median(w[command][key] / wo[command][key] for w, wo in ci)
+            print(
+                f"| {label}: {what} | {mine * scale:.2f} {unit} | {theirs * scale:.2f} {unit} | "
+                f"{ratio:.2f}x |"
+            )
+    print(
+        "\n| the store's reads alone, in a process (no project, no evals) | with a year of "
+        "state | without state | ratio |\n"
         "|---|---:|---:|---:|\n"
         f"| time (a process: start-up, imports, the reads) | {with_state['seconds']:.2f} s | "
         f"{without['seconds']:.2f} s | {time_ratio:.2f}x |\n"
         f"| peak memory (VmHWM) | {with_state['rss'] / 1e6:.0f} MB | "
         f"{without['rss'] / 1e6:.0f} MB | {rss_ratio:.2f}x |\n"
-        f"| points of the summary's trends read | {with_state['trend_rows']:,.0f} | 0 | |\n"
+        f"| sparklines of the summary's trends drawn | {with_state['sparklines']:,.0f} | 0 | |\n"
         "\n| what the state branch adds to a full clone | after a month | after a year |\n"
         "|---|---:|---:|\n"
         f"| the state branch's tip, packed | {tip_month:.1f} MB | {tip_year:.1f} MB |\n"

@@ -171,9 +171,14 @@ def read_trends(
     history: HistoryStore, ids: Collection[str], *, at: dt.datetime, days: int = TREND_DAYS
 ) -> dict[str, str]:
     """``trends`` of these evals, reading only what a sparkline draws: each eval's newest
-    ``TREND_POINTS`` rows of the window."""
+    ``TREND_POINTS`` medians of the window, and no row built where the store can help it."""
     since = at - dt.timedelta(days=days)
-    return trends(history.recent(ids, since=since, last=TREND_POINTS), ids, at=at, days=days)
+    series = history.medians(ids, since=since, last=TREND_POINTS)
+    return {
+        eval_id: sparkline(values, TREND_POINTS)
+        for eval_id in ids
+        if (values := series.get(eval_id))
+    }
 
 
 def trends(

@@ -139,6 +139,12 @@ class HistoryStore(Protocol):
         ``ref``, only rows of runs on that git ref; with ``last``, only each eval's newest
         ``last`` of them (a sparkline's points, a baseline's runs)."""
 
+    def medians(
+        self, eval_ids: Collection[str], *, since: dt.datetime, last: int
+    ) -> dict[str, list[float | None]]:
+        """Each eval's medians of ``recent(eval_ids, since=since, last=last)``, oldest first
+        (an eval without a row there is left out): what a sparkline draws."""
+
     def last_run(self) -> list[HistoryRow]:
         """The rows of the most recent run."""
 
@@ -194,7 +200,8 @@ class LocalHistory:
     torn tail (no newline yet) is skipped silently: it may be a write in progress.
     Every read holds at most a line (of at most ``MAX_LINE_BYTES``) and a chunk in
     memory. A history that is no regular file (a FIFO, a link to ``/dev/zero``) or
-    cannot be opened is a ``HistoryReadError`` naming it.
+    cannot be opened is a ``HistoryReadError`` naming it; one this user may not read
+    (``EACCES``) is said once, named, and read as empty, so the command goes on.
     """
 
     def __init__(self, path: Path, *, warn: Callable[[str], None] = output.warn) -> None:
@@ -237,6 +244,17 @@ class LocalHistory:
                 f"{self.path}: the history {exc}; point `history` in the config at a "
                 "JSON-lines file, or remove what is there"
             ) from None
+        except PermissionError as exc:
+            # A file this user may not read (another user's, a CI cache restored with its
+            # owner's mode) loses the trends and baselines it holds, not the run: said once.
+            if not self._warned:
+                self._warned = True
+                self._warn(
+                    f"{self.path}: cannot read the history ({os_reason(exc)}); this command "
+                    "reads no history from it: make it readable, or point `history` in the "
+                    "config at another file"
+                )
+            return None
         except OSError as exc:
             raise HistoryReadError(
                 f"{self.path}: cannot read the history ({os_reason(exc)}); make it a readable "
@@ -340,6 +358,14 @@ class LocalHistory:
         if ref is not None:
             found = [row for row in found if row.git_ref == ref]
         return found if last is None else _newest(found, last)
+
+    def medians(
+        self, eval_ids: Collection[str], *, since: dt.datetime, last: int
+    ) -> dict[str, list[float | None]]:
+        found: dict[str, list[float | None]] = {}
+        for row in self.recent(eval_ids, since=since, last=last):
+            found.setdefault(row.eval_id, []).append(row.median)
+        return found
 
     def last_run(self, chunk: int = 1 << 18) -> list[HistoryRow]:
         """The rows of the most recent run, read from the end of the file.

@@ -78,6 +78,15 @@ class SharedHistory:
             or []
         )
 
+    def medians(
+        self, eval_ids: Collection[str], *, since: dt.datetime, last: int
+    ) -> dict[str, list[float | None]]:
+        """``HistoryStore.medians``: from the branch's recent file's columns, no row built."""
+        if not self._on_branch():
+            return self.local.medians(eval_ids, since=since, last=last)
+        read = self._shared(lambda: self.state.medians(to_text(since), eval_ids, last=last))
+        return read or {}
+
     def last_run(self) -> list[HistoryRow]:
         """The newest run file's rows."""
         if not self._on_branch():

@@ -31,6 +31,7 @@ DECIMALS = 4
 MAX_LINE = 256 * 1024  # characters; a row is a few hundred, with many drift fields a few thousand
 _RUN_FIELDS = ("run_id", "mode", "build_ts", "git_sha", "git_ref")
 _EMPTY: tuple[object, ...] = (None, "", (), [], {})
+_ROW_FIELDS = tuple(field.name for field in dataclasses.fields(HistoryRow))  # eval_id first
 
 
 def run_file(rows: Sequence[HistoryRow]) -> tuple[str, str]:
@@ -59,13 +60,20 @@ def _short(row: HistoryRow, *, leave_out: Sequence[str] = ()) -> dict[str, objec
     drop of 0.01), and random trailing digits are what compresses worst: at a
     thousand evals they were most of what a job had to fetch.
     """
-    document: dict[str, object] = {
-        key: round(value, DECIMALS) if isinstance(value, float) else value
-        for key, value in json.loads(row.to_json()).items()
-        if key not in leave_out and value not in _EMPTY
-    }
-    if row.drift:
-        document["drift"] = {k: round(v, DECIMALS) for k, v in row.drift.items()}
+    document: dict[str, object] = {}
+    for key in _ROW_FIELDS:
+        value = getattr(row, key)
+        if key in leave_out or value in _EMPTY:
+            continue
+        if isinstance(value, float):
+            value = round(value, DECIMALS)
+        elif key == "drift":
+            value = {k: round(v, DECIMALS) for k, v in value.items()}
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif key == "inputs":
+            value = dict(value)
+        document[key] = value
     return document
 
 
@@ -135,11 +143,23 @@ def render_rollup(week: str, rows: Sequence[HistoryRow]) -> str:
     return "\n".join([header, *body]) + "\n"
 
 
-def parse_rollup(text: str, skipped: Callable[[str], None] | None = None) -> Iterator[HistoryRow]:
-    """The rows of one week's rollup file, skipping (and telling ``skipped``) as ``parse_file``."""
-    for line in text.splitlines()[1:]:
+def parse_rollup(
+    text: str,
+    skipped: Callable[[str], None] | None = None,
+    *,
+    eval_ids: Collection[str] | None = None,
+) -> Iterator[HistoryRow]:
+    """The rows of one week's rollup file, skipping (and telling ``skipped``) as ``parse_file``;
+    with ``eval_ids``, only theirs, the other lines passed over by their first bytes."""
+    lines = _lines(text)
+    next(lines, None)
+    wanted = None if eval_ids is None else set(eval_ids)
+    for line in lines:
+        if wanted is not None and (named := _line_eval(line)) is not None and named not in wanted:
+            continue
         data = _document(line, skipped)
-        if data is not None and (row := _row(data, skipped)) is not None:
+        row = None if data is None else _row(data, skipped)
+        if row is not None and (wanted is None or row.eval_id in wanted):
             yield row
 
 
@@ -212,8 +232,9 @@ def _mean(values: Iterable[float | None]) -> float | None:
 # --- recent.jsonl: each eval's newest runs -------------------------------------------
 
 RECENT = "recent.jsonl"
-# Each eval's newest runs kept whole: the most any CI reader asks for (the HTML report's
-# 30-run trend; the regression baseline's 20; the summary's 14-point sparkline).
+# Each eval's newest ``RECENT_RUNS`` runs kept whole: the most any CI reader asks for (the
+# HTML report's TREND_RUNS, the regression baseline's BASELINE_RUNS, the summary's
+# TREND_POINTS; firewall.constants says each once).
 _HEADER_FIELDS = ("mode", "build_ts", "git_sha", "git_ref")  # a run's, said once
 _COLUMNS = (
     "run_id",
@@ -284,6 +305,64 @@ def recent_rows(
     return found
 
 
+def recent_medians(
+    text: str,
+    eval_ids: Collection[str],
+    *,
+    since: str,
+    last: int,
+    skipped: Callable[[str], None] | None = None,
+) -> dict[str, list[float | None]]:
+    """Each wanted eval's medians in ``recent.jsonl`` of runs built at ``since`` or later, the
+    newest ``last``, oldest first: what a sparkline draws, read from two columns with no row
+    built (a run's summary draws one for every eval)."""
+    lines = _lines(text)
+    runs = _runs_of(next(lines, ""), skipped)
+    stamps = {run_id: run.get("build_ts", "") for run_id, run in runs.items()}
+    wanted = set(eval_ids)
+    found: dict[str, list[float | None]] = {}
+    for line in lines:
+        if (named := _line_eval(line)) is not None and named not in wanted:
+            continue
+        data = _document(line, skipped)
+        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
+            continue
+        if eval_id not in wanted or eval_id in found:
+            continue
+        ids, medians = data.get("run_id"), data.get("median")
+        if not isinstance(ids, list):
+            found[eval_id] = []
+            continue
+        if not isinstance(medians, list) or len(medians) != len(ids):
+            medians = [None] * len(ids)
+        points: list[float | None] = []
+        for i in range(len(ids) - 1, -1, -1):
+            stamp = stamps.get(ids[i]) if isinstance(ids[i], str) else None
+            if stamp is None:
+                continue
+            if stamp < since or len(points) >= last:
+                break
+            value = medians[i]
+            number = (
+                value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            )
+            points.append(None if number is None else float(number))
+        found[eval_id] = points[::-1]
+    return found
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The text's lines, one at a time: a reader of a few lines of a big file holds no list
+    of all of them."""
+    at, end = 0, len(text)
+    while at < end:
+        stop = text.find("\n", at)
+        if stop < 0:
+            stop = end
+        yield text[at:stop].rstrip("\r")
+        at = stop + 1
+
+
 def recent_run_ids(text: str) -> set[str]:
     """The runs ``recent.jsonl`` holds rows of: a run file of one of them is no news."""
     lines = text.split("\n", 1)
@@ -315,14 +394,19 @@ def fold_recent(
             continue
         if eval_id not in new:
             kept[eval_id] = line
-            named.update(d["run_id"] for d in _entries(data))
+            ids = data.get("run_id")
+            named.update(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else None
             continue
-        kept[eval_id], out = _fold(eval_id, _entries(data) + new.pop(eval_id), runs, keep)
-        named.update(d["run_id"] for d in _entries(json.loads(kept[eval_id])))
+        folded = _fold_columns(eval_id, data, new[eval_id], runs, keep)
+        if folded is None:  # out of order, a run twice, garbage: entry by entry
+            folded = _fold(eval_id, _entries(data) + new[eval_id], runs, keep)
+        del new[eval_id]
+        kept[eval_id], ids, out = folded
+        named.update(ids)
         fallen += out
     for eval_id, entries in new.items():
-        kept[eval_id], out = _fold(eval_id, entries, runs, keep)
-        named.update(d["run_id"] for d in _entries(json.loads(kept[eval_id])))
+        kept[eval_id], ids, out = _fold(eval_id, entries, runs, keep)
+        named.update(ids)
         fallen += out
     header = {
         "schema_version": FORMAT_VERSION,
@@ -332,11 +416,62 @@ def fold_recent(
     return "\n".join([json.dumps(header, separators=(",", ":")), *body]) + "\n", fallen
 
 
+def _fold_columns(
+    eval_id: str,
+    data: dict[str, Any],
+    entries: list[dict[str, Any]],
+    runs: dict[str, dict[str, Any]],
+    keep: int,
+) -> tuple[str, list[str], list[HistoryRow]] | None:
+    """``_fold`` of the usual case, column by column, with no entry built but the fallen
+    ones': the line's runs are known and in time order, and the new runs come after them.
+    None when that is not so (then ``_fold`` sorts it out entry by entry)."""
+    ids = data.get("run_id")
+    if not isinstance(ids, list) or len(entries) > keep:
+        return None
+    stamps = []
+    for run_id in [*ids, *(e.get("run_id") for e in entries)]:
+        run = runs.get(run_id) if isinstance(run_id, str) else None
+        if run is None:
+            return None
+        stamps.append(run.get("build_ts", ""))
+    if stamps != sorted(stamps) or len({*ids, *(e["run_id"] for e in entries)}) != len(ids) + len(
+        entries
+    ):
+        return None
+    old = {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
+    drop = max(0, len(ids) + len(entries) - keep)
+    fallen = []
+    for i in range(drop):
+        entry = {c: values[i] for c, values in old.items() if values[i] not in _EMPTY}
+        if (row := _row({**entry, **runs[ids[i]], "eval_id": eval_id}, None)) is not None:
+            fallen.append(row)
+    present = set(old).union(*entries)
+    pad = [None] * (len(ids) - drop)
+    columns = {
+        c: [*(old[c][drop:] if c in old else pad), *(e.get(c) for e in entries)]
+        for c in _COLUMNS
+        if c in present
+    }
+    marks = columns.get("fingerprint", [])
+    newest = next((i for i in range(len(marks) - 1, -1, -1) if marks[i] not in _EMPTY), None)
+    for column in _NEWEST_ONLY:
+        if column in columns:
+            values = columns[column]
+            columns[column] = [v if i == newest else None for i, v in enumerate(values)]
+    document: dict[str, object] = {"eval_id": eval_id}
+    for column, values in columns.items():
+        if any(value is not None and value not in _EMPTY for value in values):
+            document[column] = values
+    line = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    return line, columns["run_id"], fallen
+
+
 def _fold(
     eval_id: str, entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], keep: int
-) -> tuple[str, list[HistoryRow]]:
-    """One eval's line from its runs' entries (one per run, the newest kept), and the rows
-    of the runs that fell out, oldest first."""
+) -> tuple[str, list[str], list[HistoryRow]]:
+    """One eval's line from its runs' entries (one per run, the newest kept), the runs it
+    names, and the rows of the runs that fell out, oldest first."""
     by_run = {e["run_id"]: e for e in entries if e.get("run_id") in runs}
     ordered = sorted(by_run.values(), key=lambda e: (runs[e["run_id"]].get("build_ts", ""),))
     fallen = [
@@ -354,7 +489,8 @@ def _fold(
         values = [entry.get(column) for entry in ordered]
         if any(value not in _EMPTY for value in values):
             document[column] = values
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False), fallen
+    line = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    return line, [e["run_id"] for e in ordered], fallen
 
 
 def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,9 +4,14 @@ nor leave a torn row, and recent windows read at the cost of the window."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -257,3 +262,116 @@ def test_shared_history_reads_the_window_of_the_branch(
         ("d2", "e0"),
         ("d2", "e2"),
     ]
+
+
+# --- a history this user may not read ------------------------------------------------
+#
+# The suite runs as root, whom a mode of 000 does not stop. So the reader runs in a child
+# that has become `nobody` (65534) over a history root owns with mode 600. The child is
+# forked, not exec'd: the interpreter lives under /root, which `nobody` may not enter,
+# so the `preexec_fn` route (setuid, then exec python) cannot start at all here. A fork
+# needs no file of the interpreter's; the command runs once as root first, so that every
+# module it imports is loaded before the fork. Skipped only when the process is not
+# root (it cannot change user) or the platform has no fork.
+
+NOBODY = 65534
+
+
+def as_nobody(work: Callable[[], object]) -> object:
+    """What ``work()`` returns (JSON) when run in a forked child that is user 65534."""
+    if not hasattr(os, "fork") or os.geteuid() != 0:
+        pytest.skip("needs root to run a child as another user")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            answer = json.dumps({"value": work()})
+        except BaseException as exc:  # everything goes back to the test
+            answer, code = json.dumps({"error": f"{type(exc).__name__}: {exc}"}), 1
+        with os.fdopen(write, "w") as out:
+            out.write(answer)
+        os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as answer_in:
+        answer = json.loads(answer_in.read() or '{"error": "no answer"}')
+    os.waitpid(pid, 0)
+    assert "error" not in answer, answer["error"]
+    return answer["value"]
+
+
+@pytest.fixture
+def unreadable() -> Iterator[Path]:
+    """A directory `nobody` may enter and write in, holding a history only root may read."""
+    where = Path(tempfile.mkdtemp(prefix="firewall-eacces-", dir="/tmp"))
+    try:
+        where.chmod(0o755)
+        history = where / "rows.jsonl"
+        LocalHistory(history).append(run("r1", NOW - dt.timedelta(hours=1)))
+        history.chmod(0o600)
+        if os.geteuid() == 0:
+            os.chown(where, NOBODY, NOBODY)
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_history_this_user_may_not_read_is_said_by_name_and_read_as_empty(
+    unreadable: Path,
+) -> None:
+    history = unreadable / "rows.jsonl"
+
+    def read() -> object:
+        said: list[str] = []
+        store = LocalHistory(history, warn=said.append)
+        rows = [
+            list(store.scan()),
+            store.recent(since=NOW - dt.timedelta(days=14)),
+            store.last_run(),
+            store.medians({"e0"}, since=NOW - dt.timedelta(days=14), last=14),
+        ]
+        return {"rows": [len(found) for found in rows], "said": said}
+
+    as_root = LocalHistory(history)
+    assert len(as_root.recent(since=NOW - dt.timedelta(days=14))) == 3  # root reads it
+    answer = as_nobody(read)
+    assert answer == {
+        "rows": [0, 0, 0, 0],
+        "said": [
+            f"{history}: cannot read the history (Permission denied, EACCES); this command "
+            "reads no history from it: make it readable, or point `history` in the config "
+            "at another file"
+        ],
+    }
+
+
+def test_a_command_whose_history_it_may_not_read_goes_on(unreadable: Path) -> None:
+    from click.testing import CliRunner
+
+    from firewall.cli import main
+
+    (unreadable / "firewall.toml").write_text(
+        'history = "rows.jsonl"\n\n[[evals]]\nid = "demo"\ncommand = "echo 0.9"\n'
+    )
+    os.chown(unreadable / "firewall.toml", NOBODY, NOBODY)
+
+    def status() -> object:
+        os.chdir(unreadable)
+        result = CliRunner().invoke(main, ["status"])
+        return {"code": result.exit_code, "output": result.output}
+
+    here = Path.cwd()
+    try:
+        os.chdir(unreadable)  # the same command as root first: its imports are loaded then
+        assert CliRunner().invoke(main, ["status"]).exit_code == 0
+    finally:
+        os.chdir(here)
+    answer = as_nobody(status)
+    assert answer["code"] == 0, answer["output"]
+    assert "rows.jsonl: cannot read the history (Permission denied, EACCES)" in answer["output"]
+    assert answer["output"].count("cannot read the history") == 1
+    assert "last run: none recorded yet" in answer["output"]
