@@ -363,7 +363,7 @@ def timed_command(clone: Path, env: dict[str, str], *args: str) -> dict[str, flo
         text=True,
         check=True,
     )
-    measured = json.loads(done.stdout)
+    measured: dict[str, float] = json.loads(done.stdout)
     if measured["code"] != 0:
         sys.exit(f"firewall {' '.join(args)} exited {measured['code']}:\n{measured['stderr']}")
     return measured

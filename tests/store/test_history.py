@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -359,7 +360,7 @@ def test_a_command_whose_history_it_may_not_read_goes_on(unreadable: Path) -> No
     )
     os.chown(unreadable / "firewall.toml", NOBODY, NOBODY)
 
-    def status() -> object:
+    def status() -> dict[str, Any]:
         os.chdir(unreadable)
         result = CliRunner().invoke(main, ["status"])
         return {"code": result.exit_code, "output": result.output}
@@ -371,6 +372,7 @@ def test_a_command_whose_history_it_may_not_read_goes_on(unreadable: Path) -> No
     finally:
         os.chdir(here)
     answer = as_nobody(status)
+    assert isinstance(answer, dict)
     assert answer["code"] == 0, answer["output"]
     assert "rows.jsonl: cannot read the history (Permission denied, EACCES)" in answer["output"]
     assert answer["output"].count("cannot read the history") == 1
