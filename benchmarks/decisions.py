@@ -71,6 +71,18 @@ def gaussian(median: float, sd: float) -> Trial:
     return draw
 
 
+def student(median: float, sd: float, df: float = 3.0) -> Trial:
+    """Heavy tails: Student's t on ``df`` degrees of freedom, scaled to standard deviation
+    ``sd`` (3 df: an IQR of 0.88 sd, and a trial beyond 5 sd in 1 of 130)."""
+    scale = sd / math.sqrt(df / (df - 2))
+
+    def draw(rng: random.Random, index: int) -> tuple[float, None]:
+        t = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(df / 2, 2) / df)
+        return min(1.0, max(0.0, median + scale * t)), None
+
+    return draw
+
+
 def collapse(rate: float, median: float = 0.9, sd: float = 0.01) -> Trial:
     def draw(rng: random.Random, index: int) -> tuple[float, None]:
         score = rng.gauss(median, sd) if rng.random() >= rate else rng.uniform(0.0, 0.3)
@@ -385,6 +397,92 @@ def sprt_only(rate: float, evals: int, seed: int) -> float:
     return released / evals
 
 
+# --- the spread rule near F, and the fence under heavy tails (issue 23, item 4) ----------
+
+SPREAD_POPULATIONS = [
+    ("normal, sd 0.01 (iqr 0.45 F)", True, gaussian(0.85, 0.01)),
+    ("normal, sd 0.015 (iqr 0.67 F)", True, gaussian(0.85, 0.015)),
+    ("normal, sd 0.02 (iqr 0.9 F)", True, gaussian(0.85, 0.02)),
+    ("normal, sd 0.0222 (iqr = F)", True, gaussian(0.85, 0.03 / 1.349)),
+    ("Student t 3 df, sd 0.02 (iqr 0.59 F)", True, student(0.85, 0.02)),
+    ("normal, sd 0.03 (iqr 1.35 F)", False, gaussian(0.85, 0.03)),
+    ("normal, sd 0.045 (iqr 2 F)", False, gaussian(0.85, 0.045)),
+    ("normal, sd 0.06 (iqr 2.7 F)", False, gaussian(0.85, 0.06)),
+    ("10% collapses (sd 0.01)", False, collapse(0.10)),
+]
+
+
+def fenced(decision: Decision) -> bool:
+    """Whether the collapse fence's check failed (whatever rule decided the probe)."""
+    return any(check.name == "collapse fence" and not check.ok for check in decision.checks)
+
+
+def spread_rates(trial: Trial, probes: int, seed: int) -> dict[str, float]:
+    """Quarantine rates of one population at fixed k = 7, fixed k = 15 and adaptive K
+    (k = 7, max_k = 15, as `firewall run` probes), with the adaptive probes' mean trials
+    and flips between consecutive adaptive probes; and how often the fence alone fired."""
+    rng = random.Random(seed)
+    population = Population("spread", True, trial)
+    fixed7, fixed15 = spec_for(population, k=7), spec_for(population, k=15)
+    fixed7 = fixed7.model_copy(update={"max_k": 7})
+    fixed15 = fixed15.model_copy(update={"max_k": 15})
+    adaptive_spec = spec_for(population, adaptive=True)
+    counts: collections.Counter[str] = collections.Counter()
+    trials_taken, verdicts = [], []
+    for _ in range(probes):
+        d7 = decide(fixed7, probe(population, rng, 7))
+        d15 = decide(fixed15, probe(population, rng, 15))
+        da, taken = adaptive_probe(adaptive_spec, population, rng)
+        counts["k7"] += unstable(d7)
+        counts["k15"] += unstable(d15)
+        counts["adaptive"] += unstable(da)
+        counts["fence7"] += fenced(d7)
+        counts["fence15"] += fenced(d15)
+        verdicts.append(unstable(da))
+        trials_taken.append(len(taken))
+    rates = {key: value / probes for key, value in counts.items()}
+    rates["trials"] = statistics.fmean(trials_taken)
+    rates["flips"] = sum(a != b for a, b in itertools.pairwise(verdicts)) / (probes - 1)
+    return rates
+
+
+def fence_rates(trial: Trial, probes: int, seed: int) -> dict[int, float]:
+    """How often the collapse fence fires on probes of K trials (fixed), for K = 7, 15, 30."""
+    rng = random.Random(seed)
+    population = Population("fence", True, trial)
+    rates = {}
+    for k in (7, 15, 30):
+        spec = spec_for(population, k=k).model_copy(update={"max_k": max(k, 15)})
+        rates[k] = sum(fenced(decide(spec, probe(population, rng, k))) for _ in range(probes))
+        rates[k] /= probes
+    return rates
+
+
+def print_spread(probes: int) -> None:
+    print(
+        "\n| score-only eval (F = 0.03, median 0.85) | truth | quarantined: k = 7 fixed "
+        "| k = 15 fixed | adaptive 7 -> 15 | trials, adaptive | flips, adaptive |"
+        "\n|---|---|---:|---:|---:|---:|---:|"
+    )
+    for number, (name, honest, trial) in enumerate(SPREAD_POPULATIONS):
+        r = spread_rates(trial, probes, seed=20261601 + number)
+        truth = "honest" if honest else "unstable"
+        print(
+            f"| {name} | {truth} | {mc(r['k7'], probes)} | {mc(r['k15'], probes)} "
+            f"| {mc(r['adaptive'], probes)} | {r['trials']:.1f} | {r['flips']:.1%} |"
+        )
+    print("\n| honest eval | collapse fence fired, k = 7 | k = 15 | k = 30 |\n|---|---:|---:|---:|")
+    for number, (name, trial) in enumerate(
+        (
+            ("Student t 3 df, sd 0.02", student(0.85, 0.02)),
+            ("Student t 3 df, sd 0.03", student(0.85, 0.03)),
+            ("normal, sd 0.02", gaussian(0.85, 0.02)),
+        )
+    ):
+        r = fence_rates(trial, probes * 2, seed=20261701 + number)
+        print(f"| {name} | " + " | ".join(mc(r[k], probes * 2) for k in (7, 15, 30)) + " |")
+
+
 def mc(rate: float, n: int) -> str:
     """A rate with its Monte Carlo standard error."""
     return f"{rate:.1%} ± {math.sqrt(rate * (1 - rate) / n):.1%}"
@@ -427,7 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prs", type=int, default=4000, help="pull requests per population")
     parser.add_argument("--release-evals", type=int, default=400, help="evals per population")
     parser.add_argument(
-        "--only", choices=("probes", "regression", "release"), help="one table group only"
+        "--only",
+        choices=("probes", "regression", "release", "spread"),
+        help="one table group only",
     )
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -436,6 +536,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.only == "release":
         print_release(args.release_evals)
+        return 0
+    if args.only == "spread":
+        print_spread(args.probes)
         return 0
     print(
         "| population | truth | K | quarantined: fixed IQR / item-aware / adaptive "
@@ -460,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         truth = "honest" if population.honest else "unstable"
         print(f"| {name} | {truth} | {old[0]:.1%} / {new[0]:.1%} | {old[1]:.1%} / {new[1]:.1%} |")
     if args.only is None:
+        print_spread(args.probes)
         print_regression(args.prs)
         print_release(args.release_evals)
     print(

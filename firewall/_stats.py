@@ -63,6 +63,10 @@ class Stats(BaseModel):
     item_p: float | None = None
     dispersion: float | None = None
     items_per_trial: float | None = None  # their mean, when the trials ran different numbers
+    # The spread test of a score-only eval (``spread_test``): the trials' sd inside the
+    # collapse fence, and its p-value against the sd an IQR of F has under normal noise.
+    sd: float | None = None
+    spread_p: float | None = None
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -549,3 +553,90 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     half = t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
     return Interval(mean - half, mean + half, confidence)
+
+
+# --- the spread against F, and the tails the collapse fence is sized for --------------
+
+IQR_PER_SD = 2 * NormalDist().inv_cdf(0.75)
+"""A normal distribution's IQR in standard deviations (1.349): F as an IQR is F / 1.349
+as a standard deviation."""
+
+
+def t_isf(p: float, df: float) -> float:
+    """The t with P(T > t) = p, by bisection on ``t_sf`` in a bracket widened until it
+    holds the answer: ``scipy.stats.t.isf``, far into the tail as well (the collapse fence
+    reads quantiles at 1e-6 and beyond)."""
+    if not 0 < p < 1:
+        raise ValueError(f"t_isf needs 0 < p < 1, got {p}")
+    low, high = -1.0, 1.0
+    while t_sf(low, df) < p:
+        low *= 2
+    while t_sf(high, df) > p:
+        high *= 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        if t_sf(middle, df) > p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def chi2_isf(p: float, df: float) -> float:
+    """The x with P(X > x) = p for X chi-square on ``df`` degrees of freedom
+    (``scipy.stats.chi2.isf``), by bisection on ``chi2_sf``."""
+    if not 0 < p < 1:
+        raise ValueError(f"chi2_isf needs 0 < p < 1, got {p}")
+    low, high = 0.0, max(1.0, 2.0 * df)
+    while chi2_sf(high, df) > p:
+        low, high = high, 2 * high
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        if chi2_sf(middle, df) > p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def sample_sd(values: Sequence[float]) -> float | None:
+    """The sample standard deviation (n - 1 in the denominator); None below two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = math.fsum(values) / n
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+
+
+def spread_test(values: Sequence[float], flakiness: float) -> ChiSquare:
+    """The one-sided chi-square test that the values' standard deviation exceeds the one
+    an IQR of ``flakiness`` has under normal noise, sd_F = F / 1.349.
+
+    Under normal scores with sd_F, (n - 1) s² / sd_F² is chi-square on n - 1 degrees
+    of freedom: the statistic is Σ (x - mean)² / sd_F², its p-value the upper tail. The
+    sample sd is about 2.7 times as efficient as the sample IQR under normality (its
+    variance is 0.5 σ²/n against the IQR's 1.36 σ²/n in sd terms), so it tells an eval
+    at 0.9 F from one at 1.2 F with fewer trials. With F = 0 any spread is beyond it.
+    """
+    n = len(values)
+    if n < 2:
+        return ChiSquare(0.0, 0, 1.0)
+    mean = math.fsum(values) / n
+    squares = math.fsum((v - mean) ** 2 for v in values)
+    return spread_from_squares(squares, n - 1, flakiness)
+
+
+def spread_from_squares(squares: float, df: int, flakiness: float) -> ChiSquare:
+    """``spread_test`` from the sum of squared deviations and its degrees of freedom."""
+    if df < 1:
+        return ChiSquare(0.0, 0, 1.0)
+    sd_f = flakiness / IQR_PER_SD
+    if sd_f <= 0:
+        spread = squares > EPSILON * EPSILON
+        return ChiSquare(math.inf if spread else 0.0, df, 0.0 if spread else 1.0)
+    statistic = squares / (sd_f * sd_f)
+    return ChiSquare(statistic, df, chi2_sf(statistic, df))
