@@ -110,6 +110,40 @@ def items(p: float, n: int, *, fixed: bool = True, shift: float = 0.0) -> Trial:
     return draw
 
 
+def clustered(
+    p: float,
+    icc: float,
+    *,
+    clusters: int = 10,
+    size: int = 5,
+    fixed: bool = False,
+    named: bool = True,
+    shift: float = 0.0,
+) -> Trial:
+    """Accuracy over ``clusters`` groups of ``size`` binary checks (a document's questions):
+    each group's pass rate drawn from a Beta with mean ``p`` whose intra-cluster correlation
+    is ``icc`` (Beta(a, b), a + b = 1 / icc - 1), its checks independent given it. Sampled
+    (each trial draws its own documents from 10,000) or ``fixed`` (the same documents in
+    every trial, each drawing its rate anew in each trial: a misread document fails its
+    checks together). Ids ``doc-7/q2`` when ``named``, else ``doc-7-q2``. With ``shift``,
+    half the trials run every group ``shift`` lower."""
+    total = 1 / icc - 1
+    a, b = p * total, (1 - p) * total
+    slash = "/" if named else "-"
+
+    def draw(rng: random.Random, index: int) -> tuple[float, dict[str, float]]:
+        offset = shift if shift and rng.random() < 0.5 else 0.0
+        docs = range(clusters) if fixed else rng.sample(range(10_000), clusters)
+        scored = {}
+        for doc in docs:
+            rate = max(0.0, rng.betavariate(a, b) - offset)
+            for q in range(size):
+                scored[f"doc-{doc}{slash}q{q}"] = float(rng.random() < rate)
+        return sum(scored.values()) / len(scored), scored
+
+    return draw
+
+
 def judged(n: int, noise: float, *, shift: float = 0.0) -> Trial:
     """A judge's continuous scores over ``n`` fixed items, each at its own level with
     ``noise`` per scoring; with ``shift``, half the trials are that much lower as a whole."""
@@ -483,6 +517,75 @@ def print_spread(probes: int) -> None:
         print(f"| {name} | " + " | ".join(mc(r[k], probes * 2) for k in (7, 15, 30)) + " |")
 
 
+# --- items in groups (issue 23, item 3) ----------------------------------------------------
+
+GROUP_POPULATIONS = (
+    [
+        (
+            f"{design} documents, icc {icc}, ids {ids}",
+            True,
+            clustered(0.9, icc, fixed=fixed, named=named),
+        )
+        for icc in (0.33, 0.09)
+        for design, fixed in (("sampled", False), ("fixed", True))
+        for ids, named in (("doc-7/q2", True), ("doc-7-q2", False))
+    ]
+    + [
+        (
+            f"{design} documents, icc 0.33, half the trials 0.3 lower",
+            False,
+            clustered(0.9, 0.33, fixed=fixed, shift=0.3),
+        )
+        for design, fixed in (("sampled", False), ("fixed", True))
+    ]
+    + [
+        (
+            "sampled documents, icc 0.09, half the trials 0.15 lower",
+            False,
+            clustered(0.9, 0.09, shift=0.15),
+        ),
+    ]
+)
+
+
+def group_rates(trial: Trial, probes: int, seed: int) -> dict[str, float]:
+    """Quarantine rates at fixed k = 7 and adaptive K (k = 7, max_k = 15), with the
+    adaptive probes' mean trials, and the share of quarantines whose reason says the ids
+    look grouped."""
+    rng = random.Random(seed)
+    population = Population("groups", True, trial)
+    fixed, adaptive_spec = spec_for(population), spec_for(population, adaptive=True)
+    counts: collections.Counter[str] = collections.Counter()
+    taken = []
+    for _ in range(probes):
+        d7 = decide(fixed, probe(population, rng, 7))
+        da, trials = adaptive_probe(adaptive_spec, population, rng)
+        counts["k7"] += unstable(d7)
+        counts["adaptive"] += unstable(da)
+        counts["hinted"] += unstable(d7) and "look grouped" in d7.reason
+        taken.append(len(trials))
+    rates = {key: value / probes for key, value in counts.items()}
+    rates["trials"] = statistics.fmean(taken)
+    return rates
+
+
+def print_groups(probes: int) -> None:
+    print(
+        "\n| items in groups (10 documents of 5 checks per trial, p 0.9) | truth "
+        "| quarantined: k = 7 fixed | adaptive 7 -> 15 | trials, adaptive "
+        "| of k = 7 quarantines, reason says the ids look grouped |"
+        "\n|---|---|---:|---:|---:|---:|"
+    )
+    for number, (name, honest, trial) in enumerate(GROUP_POPULATIONS):
+        r = group_rates(trial, probes, seed=20261801 + number)
+        truth = "honest" if honest else "unstable"
+        hinted = r.get("hinted", 0.0) / r["k7"] if r.get("k7") else 0.0
+        print(
+            f"| {name} | {truth} | {mc(r.get('k7', 0.0), probes)} "
+            f"| {mc(r.get('adaptive', 0.0), probes)} | {r['trials']:.1f} | {hinted:.0%} |"
+        )
+
+
 def mc(rate: float, n: int) -> str:
     """A rate with its Monte Carlo standard error."""
     return f"{rate:.1%} ± {math.sqrt(rate * (1 - rate) / n):.1%}"
@@ -526,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release-evals", type=int, default=400, help="evals per population")
     parser.add_argument(
         "--only",
-        choices=("probes", "regression", "release", "spread"),
+        choices=("probes", "regression", "release", "spread", "groups"),
         help="one table group only",
     )
     args = parser.parse_args(argv)
@@ -539,6 +642,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.only == "spread":
         print_spread(args.probes)
+        return 0
+    if args.only == "groups":
+        print_groups(args.probes)
         return 0
     print(
         "| population | truth | K | quarantined: fixed IQR / item-aware / adaptive "
@@ -564,6 +670,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {truth} | {old[0]:.1%} / {new[0]:.1%} | {old[1]:.1%} / {new[1]:.1%} |")
     if args.only is None:
         print_spread(args.probes)
+        print_groups(args.probes)
         print_regression(args.prs)
         print_release(args.release_evals)
     print(

@@ -63,6 +63,7 @@ class Stats(BaseModel):
     item_p: float | None = None
     dispersion: float | None = None
     items_per_trial: float | None = None  # their mean, when the trials ran different numbers
+    groups_per_trial: float | None = None  # items in groups (``doc-3/q1``): their mean count
     # The spread test of a score-only eval (``spread_test``): the trials' sd inside the
     # collapse fence, and its p-value against the sd an IQR of F has under normal noise.
     sd: float | None = None
@@ -406,6 +407,7 @@ class ItemTest(NamedTuple):
     items: float  # per trial; their mean when the trials ran different numbers of items
     dispersion: float  # between-trial variance as a multiple of what item noise explains
     noise: float  # the standard deviation of one trial's score from item noise alone
+    groups: float = 0.0  # groups per trial (their mean), for a test of items in groups
 
 
 def _binomial_test(name: str, result: ChiSquare, pass_rate: float, items: float) -> ItemTest:
@@ -640,3 +642,93 @@ def spread_from_squares(squares: float, df: int, flakiness: float) -> ChiSquare:
         return ChiSquare(math.inf if spread else 0.0, df, 0.0 if spread else 1.0)
     statistic = squares / (sd_f * sd_f)
     return ChiSquare(statistic, df, chi2_sf(statistic, df))
+
+
+# --- items in groups: several checks of one document, turns of one conversation ------
+
+GROUPED = "grouped ANOVA"
+CLUSTERED = "cluster-sampled ANOVA"
+GROUP_SEPARATOR = "/"
+
+
+def group_of(item_id: str) -> str | None:
+    """The group an item belongs to: what its id holds before the last ``/`` (``doc-3/q1``
+    is in ``doc-3``; ``corpus/doc-3/q1`` in ``corpus/doc-3``, the finer unit); None
+    without one."""
+    head, separator, _ = item_id.rpartition(GROUP_SEPARATOR)
+    return head if separator and head else None
+
+
+def grouped(trials: Sequence[Mapping[str, float]]) -> list[dict[str, list[float]]] | None:
+    """Each trial's item scores by group, when every item of every trial names a group and
+    every trial holds two groups or more (one group per trial leaves nothing to tell a
+    trial's own effect from its group's); else None."""
+    out: list[dict[str, list[float]]] = []
+    for items in trials:
+        groups: dict[str, list[float]] = {}
+        for item_id, score in items.items():
+            group = group_of(item_id)
+            if group is None:
+                return None
+            groups.setdefault(group, []).append(score)
+        if len(groups) < 2:
+            return None
+        out.append(groups)
+    return out
+
+
+def group_test(groups: Sequence[Mapping[str, Sequence[float]]], *, binary: bool) -> ItemTest:
+    """Whether the trials differ by more than the noise of their items explains when the
+    items come in groups whose items are not independent (a document's checks share its
+    difficulty, and a misread document fails them together).
+
+    The same groups in every trial: blocked on the groups, a two-way ANOVA of the groups'
+    mean scores (``trial_anova``), whose error term, the trial-by-group interaction, holds
+    the groups' shared noise. Groups sampled per trial: a one-way ANOVA of the groups' mean
+    scores between trials, weighted by their sizes, whose error term is the spread of a
+    trial's groups about its own mean: Pearson's chi-square of the trials' pass counts
+    divided by the design effect (Rao and Scott's first-order correction), on the F
+    distribution for the error term's degrees of freedom. For binary items the design
+    effect is at least 1: never a stricter test than the independent items'.
+    """
+    first = groups[0].keys()
+    if all(g.keys() == first for g in groups[1:]):
+        means = [{name: math.fsum(s) / len(s) for name, s in g.items()} for g in groups]
+        test = trial_anova(means)
+        items = sum(len(s) for g in groups for s in g.values()) / len(groups)
+        # The noise of one trial's score: the interaction's, over its groups.
+        return test._replace(name=GROUPED, items=items, groups=float(len(first)))
+    sizes = [[len(s) for s in g.values()] for g in groups]
+    sums = [[math.fsum(s) for s in g.values()] for g in groups]
+    totals = [sum(row) for row in sizes]
+    trial_means = [math.fsum(row) / n for row, n in zip(sums, totals, strict=True)]
+    grand_n = sum(totals)
+    grand = math.fsum(math.fsum(row) for row in sums) / grand_n
+    between = math.fsum(n * (m - grand) ** 2 for n, m in zip(totals, trial_means, strict=True))
+    within = math.fsum(
+        (total - size * mean) ** 2 / size
+        for row_sums, row_sizes, mean in zip(sums, sizes, trial_means, strict=True)
+        for total, size in zip(row_sums, row_sizes, strict=True)
+    )
+    df1 = len(groups) - 1
+    df2 = sum(len(row) for row in sizes) - len(groups)
+    noise_ms = within / df2 if df2 else 0.0  # one item's variance, the groups' shared part in
+    if binary:
+        noise_ms = max(noise_ms, grand * (1 - grand))  # a design effect of at least 1
+    if df1 == 0 or df2 == 0:
+        f, p = 0.0, 1.0
+    elif noise_ms <= EPSILON * EPSILON:
+        f, p = (math.inf, 0.0) if between > EPSILON else (0.0, 1.0)
+    else:
+        f = (between / df1) / noise_ms
+        p = f_sf(f, df1, df2)
+    per_trial = grand_n / len(groups)
+    return ItemTest(
+        CLUSTERED,
+        ChiSquare(f, df1, p),
+        grand,
+        per_trial,
+        dispersion=f,
+        noise=math.sqrt(noise_ms / per_trial),
+        groups=sum(len(row) for row in sizes) / len(groups),
+    )

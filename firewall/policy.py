@@ -27,6 +27,7 @@ import enum
 import functools
 import math
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -36,11 +37,15 @@ from pydantic import BaseModel, ConfigDict
 from firewall import judging
 from firewall._stats import (
     ANOVA,
+    CLUSTERED,
     EPSILON,
+    GROUPED,
     IQR_PER_SD,
     ChiSquare,
     ItemTest,
     Stats,
+    group_test,
+    grouped,
     item_variance,
     sample_sd,
     spread_test,
@@ -156,6 +161,7 @@ def _measure(
     if test is not None:
         stats.item_test, stats.item_p = test.name, test.result.p_value
         stats.dispersion, stats.items_per_trial = test.dispersion, test.items
+        stats.groups_per_trial = test.groups or None
         return stats, test, None
     low, high = guard(spec, stats, len(scores))
     inside = [score for score in scores if low - EPSILON <= score <= high + EPSILON]
@@ -187,6 +193,9 @@ def item_test(scored: Sequence[TrialRecord]) -> ItemTest | None:
             return None
         binary = binary and _BINARY.issuperset(values)
     items = [trial.items for trial in scored]
+    groups = grouped(items) if len(items) >= 2 else None
+    if groups is not None:
+        return group_test(groups, binary=binary)
     if binary:
         return item_variance(items)
     if any(trial.keys() != items[0].keys() for trial in items) or len(items) < 2:
@@ -195,6 +204,8 @@ def item_test(scored: Sequence[TrialRecord]) -> ItemTest | None:
 
 
 def _noise_name(test: ItemTest) -> str:
+    if test.name in (GROUPED, CLUSTERED):
+        return "the groups' noise"
     return "the items' noise" if test.name == ANOVA else "binomial"
 
 
@@ -356,13 +367,54 @@ def _item_rule(probe: Probe) -> _Ruled | None:
         actual=f"p {p_value} ({test.name})",
         allowed=f">= {fmt(ITEM_TEST_LEVEL)}",
     )
+    if stable:
+        return check, ""
+    groups = f" in {fmt(test.groups)} groups" if test.groups else ""
     reason = (
-        ""
-        if stable
-        else f"between-trial variance {test.dispersion:.1f}x {_noise_name(test)} (p = {p_value}, "
-        f"{test.name}; median {fmt(stats.median)}, {fmt(test.items)} items, {probe.count})"
+        f"between-trial variance {test.dispersion:.1f}x {_noise_name(test)} (p = {p_value}, "
+        f"{test.name}; median {fmt(stats.median)}, {fmt(test.items)} items{groups}, "
+        f"{probe.count}){_looks_grouped(probe)}"
     )
     return check, reason
+
+
+def _looks_grouped(probe: Probe) -> str:
+    """A note for an item test that quarantined items named without groups, when their ids
+    look grouped all the same (``doc3-q1``, ``doc3-q2``, ...): items that share a document
+    or a conversation are not independent, and the test of independent items calls their
+    shared noise instability."""
+    if probe.test is None or probe.test.groups:
+        return ""
+    ids = [item for trial in probe.trials for item in trial.items]
+    found = apparent_groups(ids)
+    if found is None:
+        return ""
+    name, size = found
+    return (
+        f"; the item ids look grouped ({name!r} and others hold {size} each): if items in a "
+        f"group share their noise, name them {name}/<item> to test by group"
+    )
+
+
+_SEPARATORS = re.compile(r"[-_.:#]")
+
+
+def apparent_groups(ids: Sequence[str]) -> tuple[str, int] | None:
+    """A prefix the item ids share in groups of two or more, cut at their last separator
+    (``doc3-q1`` -> ``doc3``), when it splits them into two groups or more and most ids
+    are in a group of two or more: the first such prefix and its typical group size."""
+    unique = list(dict.fromkeys(ids))
+    prefixes: dict[str, int] = {}
+    for item in unique:
+        cuts = [m.start() for m in _SEPARATORS.finditer(item)]
+        if not cuts or cuts[-1] == 0:
+            return None
+        prefixes[item[: cuts[-1]]] = prefixes.get(item[: cuts[-1]], 0) + 1
+    grouped_ids = sum(n for n in prefixes.values() if n >= 2)
+    if len(prefixes) < 2 or grouped_ids < 0.8 * len(unique) or len(prefixes) == len(unique):
+        return None
+    size = round(statistics.median(prefixes.values()))
+    return (next(iter(prefixes)), size) if size >= 2 else None
 
 
 def _collapse_rule(probe: Probe) -> _Ruled | None:
