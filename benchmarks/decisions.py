@@ -586,6 +586,55 @@ def print_groups(probes: int) -> None:
         )
 
 
+# --- the pass-rate gate's extension (issue 23, item 2) ---------------------------------------
+
+GATES = [(7, 7, 0.5), (7, 14, 0.5), (7, 15, 0.6), (10, 20, 0.6), (20, 40, 0.8), (30, 60, 0.8)]
+
+
+def gate_spec(k: int, max_k: int, bar: float) -> EvalSpec:
+    population = Population("gate", True, gaussian(0.5, 0.0), k=k)
+    return spec_for(population, adaptive=True, k=k).model_copy(
+        update={"max_k": max_k, "min_pass_rate": bar, "threshold": 0.0, "pass_score": 0.5}
+    )
+
+
+def gate_rates(spec: EvalSpec, rate: float, probes: int, seed: int) -> tuple[float, float]:
+    """The share of runs a pass-rate gate passes when each trial passes with ``rate``, as
+    the runner hands out trials and ``firewall.adaptive`` decides; and the mean trials."""
+    rng = random.Random(seed)
+
+    def draw(rng: random.Random, index: int) -> tuple[float, None]:
+        return (1.0 if rng.random() < rate else 0.0), None
+
+    population = Population("gate", True, draw, k=spec.k)
+    passed, taken = 0, []
+    for _ in range(probes):
+        decision, trials = adaptive_probe(spec, population, rng)
+        passed += decision.status is Status.PASS
+        taken.append(len(trials))
+    return passed / probes, statistics.fmean(taken)
+
+
+def print_gates(probes: int) -> None:
+    exact = getattr(adaptive, "gate_power", None)  # the closed form, where the code has one
+    print(
+        "\n| pass-rate gate (trials pass at min_pass_rate) | false passes (nominal 2.5%) "
+        "| exact | trials | power at bar + 3/4 (1 - bar) | exact |"
+        "\n|---|---:|---:|---:|---:|---:|"
+    )
+    for number, (k, max_k, bar) in enumerate(GATES):
+        spec = gate_spec(k, max_k, bar)
+        false, trials = gate_rates(spec, bar, probes, seed=20261901 + number)
+        good = bar + 0.75 * (1 - bar)
+        power, _ = gate_rates(spec, good, probes, seed=20262001 + number)
+        at_bar = f"{exact(spec, bar):.2%}" if exact else "-"
+        at_good = f"{exact(spec, good):.1%}" if exact else "-"
+        print(
+            f"| k = {k}, max_k = {max_k}, min_pass_rate {bar} | {mc(false, probes)} | {at_bar} "
+            f"| {trials:.1f} | {mc(power, probes)} | {at_good} |"
+        )
+
+
 def mc(rate: float, n: int) -> str:
     """A rate with its Monte Carlo standard error."""
     return f"{rate:.1%} ± {math.sqrt(rate * (1 - rate) / n):.1%}"
@@ -629,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release-evals", type=int, default=400, help="evals per population")
     parser.add_argument(
         "--only",
-        choices=("probes", "regression", "release", "spread", "groups"),
+        choices=("probes", "regression", "release", "spread", "groups", "gates"),
         help="one table group only",
     )
     args = parser.parse_args(argv)
@@ -645,6 +694,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.only == "groups":
         print_groups(args.probes)
+        return 0
+    if args.only == "gates":
+        print_gates(args.probes * 5)
         return 0
     print(
         "| population | truth | K | quarantined: fixed IQR / item-aware / adaptive "
@@ -671,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only is None:
         print_spread(args.probes)
         print_groups(args.probes)
+        print_gates(args.probes * 5)
         print_regression(args.prs)
         print_release(args.release_evals)
     print(

@@ -65,14 +65,17 @@ from firewall.policy import (
     decide_case,
     extension_step,
     fence_multiplier,
+    gate_confidence,
     is_plain_test,
     item_test,
+    looks,
     measure,
     spread_level,
 )
 from firewall.runner.schedule import Seen
 from firewall.runner.trial import TrialRecord
-from firewall.spec import EvalSpec
+from firewall.spec import MAX_POWER_K, RELIABLE, EvalSpec
+from firewall.spec import power_notes as spec_power_notes
 from firewall.text import fmt, one_line
 
 NEAR_SPREAD_P = 0.3
@@ -303,7 +306,8 @@ def _pass_rate_settled(
     assert spec.min_pass_rate is not None
     rest, bar = spec.k - len(trials), spec.min_pass_rate
     count, passes = len(scored), sum(bool(trial.passed) for trial in scored)
-    best = wilson_interval(passes + rest, count + rest, spec.confidence)[0]
+    confidence = gate_confidence(spec)
+    best = wilson_interval(passes + rest, count + rest, confidence)[0]
     rate = f"pass rate {passes}/{count}: wilson lower bound"
     # Where max_k leaves room, a completion whose rate clears the bar would be extended.
     unreached = spec.max_k == spec.k or (passes + rest) / (count + rest) < bar - EPSILON
@@ -323,7 +327,7 @@ def _pass_rate_settled(
         v is not None for v in (budgets.p95_latency_ms, budgets.mean_tokens, budgets.mean_cost_usd)
     ):
         return None  # a trial not run could break a budget
-    worst = wilson_interval(passes, count + rest, spec.confidence)[0]
+    worst = wilson_interval(passes, count + rest, confidence)[0]
     floor = sorted_median([0.0] * rest + list(ordered))
     if worst < bar - EPSILON or floor < spec.threshold - EPSILON:
         return None
@@ -381,8 +385,10 @@ def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
         # Judged on its pass rate alone: the median of pass/fail scores says little.
         assert stats.pass_rate is not None and stats.wilson_low is not None
         passes, room = round(stats.pass_rate * scored), max(0, spec.max_k - scored - stats.errors)
-        reachable = wilson_interval(passes + room, scored + room, spec.confidence)[0]
-        if stats.wilson_low < spec.min_pass_rate - EPSILON <= stats.pass_rate and (
+        confidence = gate_confidence(spec)
+        low = wilson_interval(passes, scored, confidence)[0]
+        reachable = wilson_interval(passes + room, scored + room, confidence)[0]
+        if low < spec.min_pass_rate - EPSILON <= stats.pass_rate and (
             reachable >= spec.min_pass_rate - EPSILON  # not past help: max_k could clear it
         ):
             return "a pass rate above min_pass_rate with a lower bound below it"
@@ -416,3 +422,104 @@ def _scored(trials: Sequence[TrialRecord]) -> int:
 
 def _with(decision: Decision, reason: str) -> Decision:
     return decision.model_copy(update={"reason": one_line(reason)})
+
+
+# --- what a pass-rate gate can do, as it runs ---------------------------------------------
+
+
+def gate_power(spec: EvalSpec, true_rate: float) -> float:
+    """The chance that a pass-rate gate passes an eval whose trials pass at ``true_rate``
+    (none erring), as the rule runs: at k, and under adaptive K again after each extension
+    its rule asks for (a rate at or above the bar whose bound is below it, and that max_k
+    could still clear), each look at ``gate_confidence``. Exact: the binomial distribution
+    of the passes is carried from look to look (curtailment never changes a decision, so it
+    does not enter)."""
+    bar = spec.min_pass_rate
+    if bar is None:
+        raise ValueError(f"{spec.id} has no min_pass_rate")
+    confidence = gate_confidence(spec)
+    n, passed = spec.k, 0.0
+    paths = _binomial(spec.k, true_rate)  # passes so far -> chance, over paths still going
+    adaptive = looks(spec) > 1
+    while paths:
+        going: dict[int, float] = {}
+        for s, chance in paths.items():
+            if wilson_interval(s, n, confidence)[0] >= bar - EPSILON:
+                passed += chance
+                continue
+            room = spec.max_k - n
+            near = (
+                adaptive
+                and room > 0
+                and s / n >= bar - EPSILON
+                and wilson_interval(s + room, n + room, confidence)[0] >= bar - EPSILON
+            )
+            if near:
+                going[s] = chance
+        if not going:
+            break
+        extra = min(step(spec), spec.max_k - n)
+        more = _binomial(extra, true_rate)
+        paths = {}
+        for s, chance in going.items():
+            for t, p in more.items():
+                paths[s + t] = paths.get(s + t, 0.0) + chance * p
+        n += extra
+    return min(1.0, passed)
+
+
+def _binomial(n: int, p: float) -> dict[int, float]:
+    """Binomial(n, p) probabilities, in logs (``math.comb`` outgrows a float past ~1030)."""
+    if p <= 0 or p >= 1:
+        return {n if p >= 1 else 0: 1.0}
+    log_p, log_q = math.log(p), math.log1p(-p)
+    out = {}
+    for s in range(n + 1):
+        log = math.lgamma(n + 1) - math.lgamma(s + 1) - math.lgamma(n - s + 1)
+        chance = math.exp(log + s * log_p + (n - s) * log_q)
+        if chance > 1e-15:
+            out[s] = chance
+    return out
+
+
+def power_notes(spec: EvalSpec) -> list[str]:
+    """What the gate can do, for `firewall list` (``firewall.spec.power_notes``), with a
+    pass-rate gate's chance stated for its rule as it runs: extended under adaptive K, at
+    the confidence its looks leave each one."""
+    notes = spec_power_notes(spec)
+    if spec.min_pass_rate is None or looks(spec) == 1:
+        return notes
+    true_rate = spec.min_pass_rate + 0.75 * (1 - spec.min_pass_rate)
+    chance = gate_power(spec, true_rate)
+    advice = ""
+    if chance < RELIABLE:
+        needed = _reliable_k(spec, true_rate)
+        advice = f"; k >= {needed} passes it in {RELIABLE:.0%}" if needed is not None else ""
+    return [
+        f"a true pass rate of {fmt(true_rate)} passes {chance:.0%} of runs at k={spec.k}, "
+        f"extended up to max_k {spec.max_k} ({looks(spec)} looks, each at "
+        f"{gate_confidence(spec):.4g} confidence){advice}",
+        *notes[1:],
+    ]
+
+
+def _reliable_k(spec: EvalSpec, true_rate: float) -> int | None:
+    """The least k (max_k as far above it as now) at which the gate passes ``true_rate``
+    in ``RELIABLE`` of runs, by bisection (the chance grows with k, give or take the
+    binomial's steps); None past ``MAX_POWER_K``."""
+
+    def power(k: int) -> float:
+        return gate_power(
+            spec.model_copy(update={"k": k, "max_k": k + spec.max_k - spec.k}), true_rate
+        )
+
+    low, high = spec.k, MAX_POWER_K
+    if power(high) < RELIABLE:
+        return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        if power(middle) >= RELIABLE:
+            high = middle
+        else:
+            low = middle
+    return high

@@ -53,6 +53,7 @@ from firewall._stats import (
     t_isf,
     t_sf,
     trial_anova,
+    wilson_interval,
 )
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
@@ -640,28 +641,52 @@ def _below_threshold(probe: Probe) -> Ruling:
 
 
 def _pass_rate_bound(probe: Probe) -> Ruling:
-    """Row 5, fail: the Wilson lower bound of the pass rate below ``min_pass_rate``."""
+    """Row 5, fail: the Wilson lower bound of the pass rate below ``min_pass_rate``, at the
+    eval's confidence, or under adaptive K at the confidence its looks leave each one
+    (``gate_confidence``)."""
     spec, stats = probe.spec, probe.stats
     if spec.min_pass_rate is None:
         return Ruling()
     assert stats.wilson_low is not None and stats.pass_rate is not None
-    held = stats.wilson_low >= spec.min_pass_rate - EPSILON
+    passes = round(stats.pass_rate * probe.scored)
+    confidence = gate_confidence(spec)
+    low = stats.wilson_low
+    if confidence != spec.confidence:
+        low = wilson_interval(passes, probe.scored, confidence)[0]
+    held = low >= spec.min_pass_rate - EPSILON
     check = Check(
         name="wilson lower bound",
         ok=held,
-        actual=fmt(stats.wilson_low),
+        actual=fmt(low),
         allowed=f">= {fmt(spec.min_pass_rate)}",
     )
     if held:
         return Ruling((check,))
-    passes = round(stats.pass_rate * probe.scored)
     return Ruling(
         (check,),
         Status.FAIL,
         f"pass rate {passes}/{probe.scored}: wilson lower "
-        f"bound {fmt(stats.wilson_low)} < min_pass_rate "
-        f"{fmt(spec.min_pass_rate)} at {fmt(spec.confidence)} confidence" + probe.count_if_errored,
+        f"bound {fmt(low)} < min_pass_rate "
+        f"{fmt(spec.min_pass_rate)} at {confidence_text(spec)}" + probe.count_if_errored,
     )
+
+
+def gate_confidence(spec: EvalSpec) -> float:
+    """The confidence of the pass-rate gate's Wilson bound at each look: the eval's, or
+    under adaptive K one whose one-sided error is the eval's split over the looks the probe
+    may take (Bonferroni), so that extending a probe whose rate clears the bar while its
+    bound does not cannot pass an eval at the bar more often than the eval's confidence
+    says (1 - confidence) / 2 of the time, however many looks it takes."""
+    n = looks(spec)
+    return spec.confidence if n == 1 else 1 - (1 - spec.confidence) / n
+
+
+def confidence_text(spec: EvalSpec) -> str:
+    """``0.95 confidence``, or ``0.988 confidence (0.95 over 4 looks)`` under adaptive K."""
+    n = looks(spec)
+    if n == 1:
+        return f"{fmt(spec.confidence)} confidence"
+    return f"{gate_confidence(spec):.4g} confidence ({fmt(spec.confidence)} over {n} looks)"
 
 
 def _over_budget(probe: Probe) -> Ruling:

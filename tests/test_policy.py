@@ -305,7 +305,7 @@ def test_pass_when_wilson_lower_bound_reaches_min_pass_rate() -> None:
 
 
 def test_a_perfect_seven_of_seven_cannot_prove_a_ninety_percent_pass_rate() -> None:
-    decision = decide(make_spec(k=7, min_pass_rate=0.9), binary(7, 0))
+    decision = decide(make_spec(k=7, min_pass_rate=0.9, adaptive=False), binary(7, 0))
 
     assert decision.status is Status.FAIL
     assert "0.646" in decision.reason
@@ -314,8 +314,9 @@ def test_a_perfect_seven_of_seven_cannot_prove_a_ninety_percent_pass_rate() -> N
 def test_the_eval_confidence_sets_the_wilson_bound() -> None:
     records = binary(27, 3)
 
-    assert decide(make_spec(min_pass_rate=0.75, confidence=0.9), records).status is Status.PASS
-    assert decide(make_spec(min_pass_rate=0.75, confidence=0.95), records).status is Status.FAIL
+    fixed = {"min_pass_rate": 0.75, "adaptive": False}
+    assert decide(make_spec(confidence=0.9, **fixed), records).status is Status.PASS
+    assert decide(make_spec(confidence=0.95, **fixed), records).status is Status.FAIL
 
 
 def test_passed_overrides_the_score_in_the_pass_rate() -> None:
