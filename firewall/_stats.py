@@ -732,3 +732,56 @@ def group_test(groups: Sequence[Mapping[str, Sequence[float]]], *, binary: bool)
         noise=math.sqrt(noise_ms / per_trial),
         groups=sum(len(row) for row in sizes) / len(groups),
     )
+
+
+# --- a pass-rate gate that looks more than once ---------------------------------------------
+
+
+def wilson_looks_pass(
+    k: int, max_k: int, step: int, bar: float, confidence: float, rate: float
+) -> float:
+    """The chance that a sequence of Wilson looks passes when each trial passes with
+    ``rate``: looks at k, k + step, ..., max_k; a look passes when the lower bound at
+    ``confidence`` reaches ``bar``; the next look comes when the rate reaches the bar, the
+    bound does not, and passes in every trial up to max_k could still lift it there (the
+    adaptive gate's rule, ``firewall.adaptive.close``); otherwise the gate fails. Exact:
+    the binomial distribution of the passes is carried from look to look."""
+    n, passed = k, 0.0
+    paths = binomial_pmf(k, rate)  # passes so far -> chance, over the paths still going
+    while paths:
+        going: dict[int, float] = {}
+        room = max_k - n
+        for s, chance in paths.items():
+            if wilson_interval(s, n, confidence)[0] >= bar - EPSILON:
+                passed += chance
+            elif (
+                room > 0
+                and s / n >= bar - EPSILON
+                and wilson_interval(s + room, n + room, confidence)[0] >= bar - EPSILON
+            ):
+                going[s] = chance
+        if not going:
+            break
+        extra = min(step, room)
+        more = binomial_pmf(extra, rate)
+        paths = {}
+        for s, chance in going.items():
+            for t, p in more.items():
+                paths[s + t] = paths.get(s + t, 0.0) + chance * p
+        n += extra
+    return min(1.0, passed)
+
+
+def binomial_pmf(n: int, p: float) -> dict[int, float]:
+    """Binomial(n, p) probabilities above 1e-16, in logs (``math.comb`` outgrows a float
+    past n of about 1030)."""
+    if p <= 0 or p >= 1:
+        return {n if p >= 1 else 0: 1.0}
+    log_p, log_q = math.log(p), math.log1p(-p)
+    out = {}
+    for s in range(n + 1):
+        log = math.lgamma(n + 1) - math.lgamma(s + 1) - math.lgamma(n - s + 1)
+        chance = math.exp(log + s * log_p + (n - s) * log_q)
+        if chance > 1e-16:
+            out[s] = chance
+    return out

@@ -54,6 +54,7 @@ from firewall._stats import (
     sorted_median,
     spread_from_squares,
     wilson_interval,
+    wilson_looks_pass,
 )
 from firewall.policy import (
     GUARD_FENCE,
@@ -429,57 +430,15 @@ def _with(decision: Decision, reason: str) -> Decision:
 
 def gate_power(spec: EvalSpec, true_rate: float) -> float:
     """The chance that a pass-rate gate passes an eval whose trials pass at ``true_rate``
-    (none erring), as the rule runs: at k, and under adaptive K again after each extension
-    its rule asks for (a rate at or above the bar whose bound is below it, and that max_k
-    could still clear), each look at ``gate_confidence``. Exact: the binomial distribution
-    of the passes is carried from look to look (curtailment never changes a decision, so it
+    (none erring, the median's bar met), as the rule runs: at k, and under adaptive K again
+    after each extension its rule asks for, each look at ``gate_confidence``. Exact
+    (``firewall._stats.wilson_looks_pass``; curtailment never changes a decision, so it
     does not enter)."""
     bar = spec.min_pass_rate
     if bar is None:
         raise ValueError(f"{spec.id} has no min_pass_rate")
-    confidence = gate_confidence(spec)
-    n, passed = spec.k, 0.0
-    paths = _binomial(spec.k, true_rate)  # passes so far -> chance, over paths still going
-    adaptive = looks(spec) > 1
-    while paths:
-        going: dict[int, float] = {}
-        for s, chance in paths.items():
-            if wilson_interval(s, n, confidence)[0] >= bar - EPSILON:
-                passed += chance
-                continue
-            room = spec.max_k - n
-            near = (
-                adaptive
-                and room > 0
-                and s / n >= bar - EPSILON
-                and wilson_interval(s + room, n + room, confidence)[0] >= bar - EPSILON
-            )
-            if near:
-                going[s] = chance
-        if not going:
-            break
-        extra = min(step(spec), spec.max_k - n)
-        more = _binomial(extra, true_rate)
-        paths = {}
-        for s, chance in going.items():
-            for t, p in more.items():
-                paths[s + t] = paths.get(s + t, 0.0) + chance * p
-        n += extra
-    return min(1.0, passed)
-
-
-def _binomial(n: int, p: float) -> dict[int, float]:
-    """Binomial(n, p) probabilities, in logs (``math.comb`` outgrows a float past ~1030)."""
-    if p <= 0 or p >= 1:
-        return {n if p >= 1 else 0: 1.0}
-    log_p, log_q = math.log(p), math.log1p(-p)
-    out = {}
-    for s in range(n + 1):
-        log = math.lgamma(n + 1) - math.lgamma(s + 1) - math.lgamma(n - s + 1)
-        chance = math.exp(log + s * log_p + (n - s) * log_q)
-        if chance > 1e-15:
-            out[s] = chance
-    return out
+    max_k = spec.max_k if looks(spec) > 1 else spec.k
+    return wilson_looks_pass(spec.k, max_k, step(spec), bar, gate_confidence(spec), true_rate)
 
 
 def power_notes(spec: EvalSpec) -> list[str]:

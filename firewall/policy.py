@@ -54,6 +54,7 @@ from firewall._stats import (
     t_sf,
     trial_anova,
     wilson_interval,
+    wilson_looks_pass,
 )
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
@@ -673,20 +674,52 @@ def _pass_rate_bound(probe: Probe) -> Ruling:
 
 def gate_confidence(spec: EvalSpec) -> float:
     """The confidence of the pass-rate gate's Wilson bound at each look: the eval's, or
-    under adaptive K one whose one-sided error is the eval's split over the looks the probe
-    may take (Bonferroni), so that extending a probe whose rate clears the bar while its
-    bound does not cannot pass an eval at the bar more often than the eval's confidence
-    says (1 - confidence) / 2 of the time, however many looks it takes."""
+    under adaptive K the least strict one at which an eval whose true rate is exactly
+    ``min_pass_rate`` passes at most (1 - confidence) / 2 of its probes over all the looks
+    it may take, found exactly (``_spent_confidence``): extending a probe whose rate clears
+    the bar while its bound does not must not pass such an eval more often than one look
+    would."""
     n = looks(spec)
-    return spec.confidence if n == 1 else 1 - (1 - spec.confidence) / n
+    if n == 1 or spec.min_pass_rate is None:
+        return spec.confidence
+    return _spent_confidence(
+        spec.k, spec.max_k, extension_step(spec), spec.min_pass_rate, spec.confidence, n
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _spent_confidence(
+    k: int, max_k: int, step: int, bar: float, confidence: float, n: int
+) -> float:
+    """The one-sided error (1 - confidence) / 2 spent over the looks: the largest per-look
+    error, between the Bonferroni share (error / looks, always within it) and the whole,
+    whose looks together pass an eval at the bar at most the whole error's share of the
+    time (``wilson_looks_pass`` at rate = bar, where the chance of a false pass is
+    greatest), by bisection."""
+    error = (1 - confidence) / 2
+
+    def passes(share: float) -> float:
+        return wilson_looks_pass(k, max_k, step, bar, 1 - 2 * share, bar)
+
+    low, high = error / n, error
+    if passes(high) <= error:
+        return 1 - 2 * high
+    for _ in range(40):
+        middle = (low + high) / 2
+        if passes(middle) <= error:
+            low = middle
+        else:
+            high = middle
+    return 1 - 2 * low
 
 
 def confidence_text(spec: EvalSpec) -> str:
-    """``0.95 confidence``, or ``0.988 confidence (0.95 over 4 looks)`` under adaptive K."""
+    """``0.95 confidence``, or ``0.9711 confidence (0.95 spent over 4 looks)`` under
+    adaptive K."""
     n = looks(spec)
     if n == 1:
         return f"{fmt(spec.confidence)} confidence"
-    return f"{gate_confidence(spec):.4g} confidence ({fmt(spec.confidence)} over {n} looks)"
+    return f"{gate_confidence(spec):.4g} confidence ({fmt(spec.confidence)} spent over {n} looks)"
 
 
 def _over_budget(probe: Probe) -> Ruling:

@@ -10,6 +10,7 @@ from builders import make_spec, trial
 from click.testing import CliRunner
 
 from firewall import adaptive
+from firewall._stats import wilson_looks_pass
 from firewall.cli import main
 from firewall.policy import Status, decide, gate_confidence, looks
 from firewall.runner.trial import TrialRecord
@@ -36,8 +37,14 @@ def run(spec: EvalSpec, rate: float, rng: random.Random) -> tuple[Status, int]:
 
 
 def test_each_look_is_at_the_confidence_the_looks_leave_it() -> None:
-    assert looks(gate(7, 15, 0.5)) == 4
-    assert gate_confidence(gate(7, 15, 0.5)) == pytest.approx(1 - 0.05 / 4)
+    """Between the Bonferroni share and the whole: the least strict confidence whose looks
+    together pass an eval at the bar at most 2.5% of the time, and no less strict."""
+    spec = gate(7, 15, 0.5)
+    assert looks(spec) == 4
+    confidence = gate_confidence(spec)
+    assert 1 - 0.05 / 4 >= confidence > 0.95
+    assert wilson_looks_pass(7, 15, 3, 0.5, confidence, 0.5) <= 0.025
+    assert wilson_looks_pass(7, 15, 3, 0.5, confidence - 0.002, 0.5) > 0.025
     assert gate_confidence(gate(7, 7, 0.5)) == 0.95
     assert gate_confidence(gate(7, 15, 0.5, adaptive=False)) == 0.95
 
@@ -54,11 +61,15 @@ def test_at_the_bar_the_gate_passes_at_most_its_nominal_share_however_it_extends
     k: int, max_k: int, bar: float
 ) -> None:
     """Exactly (the binomial carried through every look): at a true rate equal to
-    min_pass_rate, at most (1 - confidence) / 2 = 2.5% of runs pass."""
-    assert adaptive.gate_power(gate(k, max_k, bar), bar) <= 0.025
+    min_pass_rate, at most (1 - confidence) / 2 = 2.5% of runs pass; below it, fewer."""
+    spec = gate(k, max_k, bar)
+    assert adaptive.gate_power(spec, bar) <= 0.025
+    assert adaptive.gate_power(spec, bar - 0.05) <= adaptive.gate_power(spec, bar)
 
 
-@pytest.mark.parametrize(("k", "max_k", "bar", "rate"), [(7, 15, 0.5, 0.875), (10, 20, 0.6, 0.6)])
+@pytest.mark.parametrize(
+    ("k", "max_k", "bar", "rate"), [(7, 15, 0.5, 0.875), (10, 20, 0.6, 0.6), (20, 40, 0.8, 0.95)]
+)
 def test_the_stated_power_is_what_the_rule_does_when_it_runs(
     k: int, max_k: int, bar: float, rate: float
 ) -> None:
@@ -76,7 +87,9 @@ def test_a_failing_reason_names_the_looks() -> None:
     records = [trial(float(i < 4), index=i, passed=i < 4) for i in range(7)]
     decision = decide(spec, records)
     assert decision.status is Status.FAIL
-    assert decision.reason.endswith("at 0.9875 confidence (0.95 over 4 looks)")
+    assert decision.reason.endswith(
+        f"at {gate_confidence(spec):.4g} confidence (0.95 spent over 4 looks)"
+    )
 
 
 def test_list_states_the_power_of_the_rule_as_it_runs(project) -> None:  # type: ignore[no-untyped-def]
@@ -88,5 +101,5 @@ def test_list_states_the_power_of_the_rule_as_it_runs(project) -> None:  # type:
     chance = adaptive.gate_power(spec, 0.9)
     assert (
         f"gate: a true pass rate of 0.9 passes {chance:.0%} of runs at k=10, extended up to "
-        "max_k 20 (4 looks, each at 0.9875 confidence)"
+        f"max_k 20 (4 looks, each at {gate_confidence(spec):.4g} confidence)"
     ) in text
