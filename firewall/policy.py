@@ -259,11 +259,11 @@ def fence_multiplier(outlier_fence: float, scored: int) -> float:
     ``outlier_fence`` at k = 7 (the contract's formula); elsewhere the multiplier at
     which a Student's t (3 df) eval of the same IQR has as often a trial below the fence
     in one probe as at k = 7. At the default 3.0 that per-probe chance is 4.4% for a t
-    eval whose IQR is the width (far less when F sets the width, and for normal noise:
-    1 in 30,000 at k = 7), and the multiplier is 2.0 at k = 3, 4.2 at k = 15, 5.6 at 30.
-    A fixed multiplier lets the chance grow with K, since each trial is one more draw
-    from the tail (Student's t: 1.0% at k = 7, 2.4% at 15, 4.8% at 30, measured in
-    ``benchmarks/decisions.py``).
+    eval whose IQR is the width (far less when F sets the width, and for normal noise
+    1 in 120,000), and the multiplier is 2.1 at k = 3, 4.1 at k = 15, 5.3 at 30. A fixed
+    multiplier lets the chance grow with K, since each trial is one more draw from the
+    tail (Student's t, sd 0.02 with F = 0.03: 1.0% of probes at k = 7, 2.2% at 15, 5.1%
+    at 30; stretched, 0.9%, 1.0%, 1.0%: ``benchmarks/decisions.py --only spread``).
     """
     if outlier_fence <= 0 or scored == FENCE_REFERENCE_K:
         return outlier_fence
