@@ -77,6 +77,18 @@ def gaussian(median: float, sd: float) -> Trial:
     return draw
 
 
+def student(median: float, sd: float, df: float = 3.0) -> Trial:
+    """Heavy tails: Student's t on ``df`` degrees of freedom, scaled to standard deviation
+    ``sd`` (3 df: an IQR of 0.88 sd, and a trial beyond 5 sd in 1 of 130)."""
+    scale = sd / math.sqrt(df / (df - 2))
+
+    def draw(rng: random.Random, index: int) -> tuple[float, None]:
+        t = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(df / 2, 2) / df)
+        return min(1.0, max(0.0, median + scale * t)), None
+
+    return draw
+
+
 def collapse(rate: float, median: float = 0.9, sd: float = 0.01) -> Trial:
     def draw(rng: random.Random, index: int) -> tuple[float, None]:
         score = rng.gauss(median, sd) if rng.random() >= rate else rng.uniform(0.0, 0.3)
@@ -100,6 +112,40 @@ def items(p: float, n: int, *, fixed: bool = True, shift: float = 0.0) -> Trial:
         ids = range(n) if fixed else rng.sample(range(10 * n), n)
         scored = {f"case-{i}": float(rng.random() < level) for i in ids}
         return sum(scored.values()) / n, scored
+
+    return draw
+
+
+def clustered(
+    p: float,
+    icc: float,
+    *,
+    clusters: int = 10,
+    size: int = 5,
+    fixed: bool = False,
+    named: bool = True,
+    shift: float = 0.0,
+) -> Trial:
+    """Accuracy over ``clusters`` groups of ``size`` binary checks (a document's questions):
+    each group's pass rate drawn from a Beta with mean ``p`` whose intra-cluster correlation
+    is ``icc`` (Beta(a, b), a + b = 1 / icc - 1), its checks independent given it. Sampled
+    (each trial draws its own documents from 10,000) or ``fixed`` (the same documents in
+    every trial, each drawing its rate anew in each trial: a misread document fails its
+    checks together). Ids ``doc-7/q2`` when ``named``, else ``doc-7-q2``. With ``shift``,
+    half the trials run every group ``shift`` lower."""
+    total = 1 / icc - 1
+    a, b = p * total, (1 - p) * total
+    slash = "/" if named else "-"
+
+    def draw(rng: random.Random, index: int) -> tuple[float, dict[str, float]]:
+        offset = shift if shift and rng.random() < 0.5 else 0.0
+        docs = range(clusters) if fixed else rng.sample(range(10_000), clusters)
+        scored = {}
+        for doc in docs:
+            rate = max(0.0, rng.betavariate(a, b) - offset)
+            for q in range(size):
+                scored[f"doc-{doc}{slash}q{q}"] = float(rng.random() < rate)
+        return sum(scored.values()) / len(scored), scored
 
     return draw
 
@@ -391,6 +437,210 @@ def sprt_only(rate: float, evals: int, seed: int) -> float:
     return released / evals
 
 
+# --- the spread rule near F, and the fence under heavy tails (issue 23, item 4) ----------
+
+SPREAD_POPULATIONS = [
+    ("normal, sd 0.01 (iqr 0.45 F)", True, gaussian(0.85, 0.01)),
+    ("normal, sd 0.015 (iqr 0.67 F)", True, gaussian(0.85, 0.015)),
+    ("normal, sd 0.02 (iqr 0.9 F)", True, gaussian(0.85, 0.02)),
+    ("normal, sd 0.0222 (iqr = F)", True, gaussian(0.85, 0.03 / 1.349)),
+    ("Student t 3 df, sd 0.02 (iqr 0.59 F)", True, student(0.85, 0.02)),
+    ("normal, sd 0.03 (iqr 1.35 F)", False, gaussian(0.85, 0.03)),
+    ("normal, sd 0.045 (iqr 2 F)", False, gaussian(0.85, 0.045)),
+    ("normal, sd 0.06 (iqr 2.7 F)", False, gaussian(0.85, 0.06)),
+    ("10% collapses (sd 0.01)", False, collapse(0.10)),
+]
+
+
+def fenced(decision: Decision) -> bool:
+    """Whether the collapse fence's check failed (whatever rule decided the probe)."""
+    return any(check.name == "collapse fence" and not check.ok for check in decision.checks)
+
+
+def spread_rates(trial: Trial, probes: int, seed: int) -> dict[str, float]:
+    """Quarantine rates of one population at fixed k = 7, fixed k = 15 and adaptive K
+    (k = 7, max_k = 15, as `firewall run` probes), with the adaptive probes' mean trials
+    and flips between consecutive adaptive probes; and how often the fence alone fired."""
+    rng = random.Random(seed)
+    population = Population("spread", True, trial)
+    fixed7, fixed15 = spec_for(population, k=7), spec_for(population, k=15)
+    fixed7 = fixed7.model_copy(update={"max_k": 7})
+    fixed15 = fixed15.model_copy(update={"max_k": 15})
+    adaptive_spec = spec_for(population, adaptive=True)
+    counts: collections.Counter[str] = collections.Counter()
+    trials_taken, verdicts = [], []
+    for _ in range(probes):
+        d7 = decide(fixed7, probe(population, rng, 7))
+        d15 = decide(fixed15, probe(population, rng, 15))
+        da, taken = adaptive_probe(adaptive_spec, population, rng)
+        counts["k7"] += unstable(d7)
+        counts["k15"] += unstable(d15)
+        counts["adaptive"] += unstable(da)
+        counts["fence7"] += fenced(d7)
+        counts["fence15"] += fenced(d15)
+        verdicts.append(unstable(da))
+        trials_taken.append(len(taken))
+    rates = {key: value / probes for key, value in counts.items()}
+    rates["trials"] = statistics.fmean(trials_taken)
+    rates["flips"] = sum(a != b for a, b in itertools.pairwise(verdicts)) / (probes - 1)
+    return rates
+
+
+def fence_rates(trial: Trial, probes: int, seed: int) -> dict[int, float]:
+    """How often the collapse fence fires on probes of K trials (fixed), for K = 7, 15, 30."""
+    rng = random.Random(seed)
+    population = Population("fence", True, trial)
+    rates = {}
+    for k in (7, 15, 30):
+        spec = spec_for(population, k=k).model_copy(update={"max_k": max(k, 15)})
+        rates[k] = sum(fenced(decide(spec, probe(population, rng, k))) for _ in range(probes))
+        rates[k] /= probes
+    return rates
+
+
+def print_spread(probes: int) -> None:
+    print(
+        "\n| score-only eval (F = 0.03, median 0.85) | truth | quarantined: k = 7 fixed "
+        "| k = 15 fixed | adaptive 7 -> 15 | trials, adaptive | flips, adaptive |"
+        "\n|---|---|---:|---:|---:|---:|---:|"
+    )
+    for number, (name, honest, trial) in enumerate(SPREAD_POPULATIONS):
+        r = spread_rates(trial, probes, seed=20261601 + number)
+        truth = "honest" if honest else "unstable"
+        print(
+            f"| {name} | {truth} | {mc(r['k7'], probes)} | {mc(r['k15'], probes)} "
+            f"| {mc(r['adaptive'], probes)} | {r['trials']:.1f} | {r['flips']:.1%} |"
+        )
+    print("\n| honest eval | collapse fence fired, k = 7 | k = 15 | k = 30 |\n|---|---:|---:|---:|")
+    for number, (name, trial) in enumerate(
+        (
+            ("Student t 3 df, sd 0.02", student(0.85, 0.02)),
+            ("Student t 3 df, sd 0.03", student(0.85, 0.03)),
+            ("normal, sd 0.02", gaussian(0.85, 0.02)),
+        )
+    ):
+        r = fence_rates(trial, probes * 2, seed=20261701 + number)
+        print(f"| {name} | " + " | ".join(mc(r[k], probes * 2) for k in (7, 15, 30)) + " |")
+
+
+# --- items in groups (issue 23, item 3) ----------------------------------------------------
+
+GROUP_POPULATIONS = (
+    [
+        (
+            f"{design} documents, icc {icc}, ids {ids}",
+            True,
+            clustered(0.9, icc, fixed=fixed, named=named),
+        )
+        for icc in (0.33, 0.09)
+        for design, fixed in (("sampled", False), ("fixed", True))
+        for ids, named in (("doc-7/q2", True), ("doc-7-q2", False))
+    ]
+    + [
+        (
+            f"{design} documents, icc 0.33, half the trials 0.3 lower",
+            False,
+            clustered(0.9, 0.33, fixed=fixed, shift=0.3),
+        )
+        for design, fixed in (("sampled", False), ("fixed", True))
+    ]
+    + [
+        (
+            "sampled documents, icc 0.09, half the trials 0.15 lower",
+            False,
+            clustered(0.9, 0.09, shift=0.15),
+        ),
+    ]
+)
+
+
+def group_rates(trial: Trial, probes: int, seed: int) -> dict[str, float]:
+    """Quarantine rates at fixed k = 7 and adaptive K (k = 7, max_k = 15), with the
+    adaptive probes' mean trials, and the share of quarantines whose reason says the ids
+    look grouped."""
+    rng = random.Random(seed)
+    population = Population("groups", True, trial)
+    fixed, adaptive_spec = spec_for(population), spec_for(population, adaptive=True)
+    counts: collections.Counter[str] = collections.Counter()
+    taken = []
+    for _ in range(probes):
+        d7 = decide(fixed, probe(population, rng, 7))
+        da, trials = adaptive_probe(adaptive_spec, population, rng)
+        counts["k7"] += unstable(d7)
+        counts["adaptive"] += unstable(da)
+        counts["hinted"] += unstable(d7) and "look grouped" in d7.reason
+        taken.append(len(trials))
+    rates = {key: value / probes for key, value in counts.items()}
+    rates["trials"] = statistics.fmean(taken)
+    return rates
+
+
+def print_groups(probes: int) -> None:
+    print(
+        "\n| items in groups (10 documents of 5 checks per trial, p 0.9) | truth "
+        "| quarantined: k = 7 fixed | adaptive 7 -> 15 | trials, adaptive "
+        "| of k = 7 quarantines, reason says the ids look grouped |"
+        "\n|---|---|---:|---:|---:|---:|"
+    )
+    for number, (name, honest, trial) in enumerate(GROUP_POPULATIONS):
+        r = group_rates(trial, probes, seed=20261801 + number)
+        truth = "honest" if honest else "unstable"
+        hinted = r.get("hinted", 0.0) / r["k7"] if r.get("k7") else 0.0
+        print(
+            f"| {name} | {truth} | {mc(r.get('k7', 0.0), probes)} "
+            f"| {mc(r.get('adaptive', 0.0), probes)} | {r['trials']:.1f} | {hinted:.0%} |"
+        )
+
+
+# --- the pass-rate gate's extension (issue 23, item 2) ---------------------------------------
+
+GATES = [(7, 7, 0.5), (7, 14, 0.5), (7, 15, 0.6), (10, 20, 0.6), (20, 40, 0.8), (30, 60, 0.8)]
+
+
+def gate_spec(k: int, max_k: int, bar: float) -> EvalSpec:
+    population = Population("gate", True, gaussian(0.5, 0.0), k=k)
+    return spec_for(population, adaptive=True, k=k).model_copy(
+        update={"max_k": max_k, "min_pass_rate": bar, "threshold": 0.0, "pass_score": 0.5}
+    )
+
+
+def gate_rates(spec: EvalSpec, rate: float, probes: int, seed: int) -> tuple[float, float]:
+    """The share of runs a pass-rate gate passes when each trial passes with ``rate``, as
+    the runner hands out trials and ``firewall.adaptive`` decides; and the mean trials."""
+    rng = random.Random(seed)
+
+    def draw(rng: random.Random, index: int) -> tuple[float, None]:
+        return (1.0 if rng.random() < rate else 0.0), None
+
+    population = Population("gate", True, draw, k=spec.k)
+    passed, taken = 0, []
+    for _ in range(probes):
+        decision, trials = adaptive_probe(spec, population, rng)
+        passed += decision.status is Status.PASS
+        taken.append(len(trials))
+    return passed / probes, statistics.fmean(taken)
+
+
+def print_gates(probes: int) -> None:
+    exact = getattr(adaptive, "gate_power", None)  # the closed form, where the code has one
+    print(
+        "\n| pass-rate gate (trials pass at min_pass_rate) | false passes (nominal 2.5%) "
+        "| exact | trials | power at bar + 3/4 (1 - bar) | exact |"
+        "\n|---|---:|---:|---:|---:|---:|"
+    )
+    for number, (k, max_k, bar) in enumerate(GATES):
+        spec = gate_spec(k, max_k, bar)
+        false, trials = gate_rates(spec, bar, probes, seed=20261901 + number)
+        good = bar + 0.75 * (1 - bar)
+        power, _ = gate_rates(spec, good, probes, seed=20262001 + number)
+        at_bar = f"{exact(spec, bar):.2%}" if exact else "-"
+        at_good = f"{exact(spec, good):.1%}" if exact else "-"
+        print(
+            f"| k = {k}, max_k = {max_k}, min_pass_rate {bar} | {mc(false, probes)} | {at_bar} "
+            f"| {trials:.1f} | {mc(power, probes)} | {at_good} |"
+        )
+
+
 def mc(rate: float, n: int) -> str:
     """A rate with its Monte Carlo standard error."""
     return f"{rate:.1%} ± {math.sqrt(rate * (1 - rate) / n):.1%}"
@@ -469,7 +719,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prs", type=int, default=4000, help="pull requests per population")
     parser.add_argument("--release-evals", type=int, default=400, help="evals per population")
     parser.add_argument(
-        "--only", choices=("probes", "regression", "release"), help="one table group only"
+        "--only",
+        choices=("probes", "regression", "release", "spread", "groups", "gates"),
+        help="one table group only",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the tables, as JSON, to PATH")
     args = parser.parse_args(argv)
@@ -479,6 +731,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.only == "release":
         print_release(args.release_evals)
+        return 0
+    if args.only == "spread":
+        print_spread(args.probes)
+        return 0
+    if args.only == "groups":
+        print_groups(args.probes)
+        return 0
+    if args.only == "gates":
+        print_gates(args.probes * 5)
         return 0
     print(
         "| population | truth | K | quarantined: fixed IQR / item-aware / adaptive "
@@ -507,6 +768,9 @@ def main(argv: list[str] | None = None) -> int:
             f"| {old[1]:.1%} / {new[1]:.1%} |"
         )
     if args.only is None:
+        print_spread(args.probes)
+        print_groups(args.probes)
+        print_gates(args.probes * 5)
         print_regression(args.prs)
         print_release(args.release_evals)
     print(

@@ -63,6 +63,11 @@ class Stats(BaseModel):
     item_p: float | None = None
     dispersion: float | None = None
     items_per_trial: float | None = None  # their mean, when the trials ran different numbers
+    groups_per_trial: float | None = None  # items in groups (``doc-3/q1``): their mean count
+    # The spread test of a score-only eval (``spread_test``): the trials' sd inside the
+    # collapse fence, and its p-value against the sd an IQR of F has under normal noise.
+    sd: float | None = None
+    spread_p: float | None = None
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -402,6 +407,7 @@ class ItemTest(NamedTuple):
     items: float  # per trial; their mean when the trials ran different numbers of items
     dispersion: float  # between-trial variance as a multiple of what item noise explains
     noise: float  # the standard deviation of one trial's score from item noise alone
+    groups: float = 0.0  # groups per trial (their mean), for a test of items in groups
 
 
 def _binomial_test(name: str, result: ChiSquare, pass_rate: float, items: float) -> ItemTest:
@@ -549,3 +555,233 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     half = t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
     return Interval(mean - half, mean + half, confidence)
+
+
+# --- the spread against F, and the tails the collapse fence is sized for --------------
+
+IQR_PER_SD = 2 * NormalDist().inv_cdf(0.75)
+"""A normal distribution's IQR in standard deviations (1.349): F as an IQR is F / 1.349
+as a standard deviation."""
+
+
+def t_isf(p: float, df: float) -> float:
+    """The t with P(T > t) = p, by bisection on ``t_sf`` in a bracket widened until it
+    holds the answer: ``scipy.stats.t.isf``, far into the tail as well (the collapse fence
+    reads quantiles at 1e-6 and beyond)."""
+    if not 0 < p < 1:
+        raise ValueError(f"t_isf needs 0 < p < 1, got {p}")
+    low, high = -1.0, 1.0
+    while t_sf(low, df) < p:
+        low *= 2
+    while t_sf(high, df) > p:
+        high *= 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        if t_sf(middle, df) > p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def chi2_isf(p: float, df: float) -> float:
+    """The x with P(X > x) = p for X chi-square on ``df`` degrees of freedom
+    (``scipy.stats.chi2.isf``), by bisection on ``chi2_sf``."""
+    if not 0 < p < 1:
+        raise ValueError(f"chi2_isf needs 0 < p < 1, got {p}")
+    low, high = 0.0, max(1.0, 2.0 * df)
+    while chi2_sf(high, df) > p:
+        low, high = high, 2 * high
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        if chi2_sf(middle, df) > p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def sample_sd(values: Sequence[float]) -> float | None:
+    """The sample standard deviation (n - 1 in the denominator); None below two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = math.fsum(values) / n
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+
+
+def spread_test(values: Sequence[float], flakiness: float) -> ChiSquare:
+    """The one-sided chi-square test that the values' standard deviation exceeds the one
+    an IQR of ``flakiness`` has under normal noise, sd_F = F / 1.349.
+
+    Under normal scores with sd_F, (n - 1) s² / sd_F² is chi-square on n - 1 degrees
+    of freedom: the statistic is Σ (x - mean)² / sd_F², its p-value the upper tail. The
+    sample sd is about 2.7 times as efficient as the sample IQR under normality (its
+    variance is 0.5 σ²/n against the IQR's 1.36 σ²/n in sd terms), so it tells an eval
+    at 0.9 F from one at 1.2 F with fewer trials. With F = 0 any spread is beyond it.
+    """
+    n = len(values)
+    if n < 2:
+        return ChiSquare(0.0, 0, 1.0)
+    mean = math.fsum(values) / n
+    squares = math.fsum((v - mean) ** 2 for v in values)
+    return spread_from_squares(squares, n - 1, flakiness)
+
+
+def spread_from_squares(squares: float, df: int, flakiness: float) -> ChiSquare:
+    """``spread_test`` from the sum of squared deviations and its degrees of freedom."""
+    if df < 1:
+        return ChiSquare(0.0, 0, 1.0)
+    sd_f = flakiness / IQR_PER_SD
+    if sd_f <= 0:
+        spread = squares > EPSILON * EPSILON
+        return ChiSquare(math.inf if spread else 0.0, df, 0.0 if spread else 1.0)
+    statistic = squares / (sd_f * sd_f)
+    return ChiSquare(statistic, df, chi2_sf(statistic, df))
+
+
+# --- items in groups: several checks of one document, turns of one conversation ------
+
+GROUPED = "grouped ANOVA"
+CLUSTERED = "cluster-sampled ANOVA"
+GROUP_SEPARATOR = "/"
+
+
+def group_of(item_id: str) -> str | None:
+    """The group an item belongs to: what its id holds before the last ``/`` (``doc-3/q1``
+    is in ``doc-3``; ``corpus/doc-3/q1`` in ``corpus/doc-3``, the finer unit); None
+    without one."""
+    head, separator, _ = item_id.rpartition(GROUP_SEPARATOR)
+    return head if separator and head else None
+
+
+def grouped(trials: Sequence[Mapping[str, float]]) -> list[dict[str, list[float]]] | None:
+    """Each trial's item scores by group, when every item of every trial names a group and
+    every trial holds two groups or more (one group per trial leaves nothing to tell a
+    trial's own effect from its group's); else None."""
+    out: list[dict[str, list[float]]] = []
+    for items in trials:
+        groups: dict[str, list[float]] = {}
+        for item_id, score in items.items():
+            group = group_of(item_id)
+            if group is None:
+                return None
+            groups.setdefault(group, []).append(score)
+        if len(groups) < 2:
+            return None
+        out.append(groups)
+    return out
+
+
+def group_test(groups: Sequence[Mapping[str, Sequence[float]]], *, binary: bool) -> ItemTest:
+    """Whether the trials differ by more than the noise of their items explains when the
+    items come in groups whose items are not independent (a document's checks share its
+    difficulty, and a misread document fails them together).
+
+    The same groups in every trial: blocked on the groups, a two-way ANOVA of the groups'
+    mean scores (``trial_anova``), whose error term, the trial-by-group interaction, holds
+    the groups' shared noise. Groups sampled per trial: a one-way ANOVA of the groups' mean
+    scores between trials, weighted by their sizes, whose error term is the spread of a
+    trial's groups about its own mean: Pearson's chi-square of the trials' pass counts
+    divided by the design effect (Rao and Scott's first-order correction), on the F
+    distribution for the error term's degrees of freedom. For binary items the design
+    effect is at least 1: never a stricter test than the independent items'.
+    """
+    first = groups[0].keys()
+    if all(g.keys() == first for g in groups[1:]):
+        means = [{name: math.fsum(s) / len(s) for name, s in g.items()} for g in groups]
+        test = trial_anova(means)
+        items = sum(len(s) for g in groups for s in g.values()) / len(groups)
+        # The noise of one trial's score: the interaction's, over its groups.
+        return test._replace(name=GROUPED, items=items, groups=float(len(first)))
+    sizes = [[len(s) for s in g.values()] for g in groups]
+    sums = [[math.fsum(s) for s in g.values()] for g in groups]
+    totals = [sum(row) for row in sizes]
+    trial_means = [math.fsum(row) / n for row, n in zip(sums, totals, strict=True)]
+    grand_n = sum(totals)
+    grand = math.fsum(math.fsum(row) for row in sums) / grand_n
+    between = math.fsum(n * (m - grand) ** 2 for n, m in zip(totals, trial_means, strict=True))
+    within = math.fsum(
+        (total - size * mean) ** 2 / size
+        for row_sums, row_sizes, mean in zip(sums, sizes, trial_means, strict=True)
+        for total, size in zip(row_sums, row_sizes, strict=True)
+    )
+    df1 = len(groups) - 1
+    df2 = sum(len(row) for row in sizes) - len(groups)
+    noise_ms = within / df2 if df2 else 0.0  # one item's variance, the groups' shared part in
+    if binary:
+        noise_ms = max(noise_ms, grand * (1 - grand))  # a design effect of at least 1
+    if df1 == 0 or df2 == 0:
+        f, p = 0.0, 1.0
+    elif noise_ms <= EPSILON * EPSILON:
+        f, p = (math.inf, 0.0) if between > EPSILON else (0.0, 1.0)
+    else:
+        f = (between / df1) / noise_ms
+        p = f_sf(f, df1, df2)
+    per_trial = grand_n / len(groups)
+    return ItemTest(
+        CLUSTERED,
+        ChiSquare(f, df1, p),
+        grand,
+        per_trial,
+        dispersion=f,
+        noise=math.sqrt(noise_ms / per_trial),
+        groups=sum(len(row) for row in sizes) / len(groups),
+    )
+
+
+# --- a pass-rate gate that looks more than once ---------------------------------------------
+
+
+def wilson_looks_pass(
+    k: int, max_k: int, step: int, bar: float, confidence: float, rate: float
+) -> float:
+    """The chance that a sequence of Wilson looks passes when each trial passes with
+    ``rate``: looks at k, k + step, ..., max_k; a look passes when the lower bound at
+    ``confidence`` reaches ``bar``; the next look comes when the rate reaches the bar, the
+    bound does not, and passes in every trial up to max_k could still lift it there (the
+    adaptive gate's rule, ``firewall.adaptive.close``); otherwise the gate fails. Exact:
+    the binomial distribution of the passes is carried from look to look."""
+    n, passed = k, 0.0
+    paths = binomial_pmf(k, rate)  # passes so far -> chance, over the paths still going
+    while paths:
+        going: dict[int, float] = {}
+        room = max_k - n
+        for s, chance in paths.items():
+            if wilson_interval(s, n, confidence)[0] >= bar - EPSILON:
+                passed += chance
+            elif (
+                room > 0
+                and s / n >= bar - EPSILON
+                and wilson_interval(s + room, n + room, confidence)[0] >= bar - EPSILON
+            ):
+                going[s] = chance
+        if not going:
+            break
+        extra = min(step, room)
+        more = binomial_pmf(extra, rate)
+        paths = {}
+        for s, chance in going.items():
+            for t, p in more.items():
+                paths[s + t] = paths.get(s + t, 0.0) + chance * p
+        n += extra
+    return min(1.0, passed)
+
+
+def binomial_pmf(n: int, p: float) -> dict[int, float]:
+    """Binomial(n, p) probabilities above 1e-16, in logs (``math.comb`` outgrows a float
+    past n of about 1030)."""
+    if p <= 0 or p >= 1:
+        return {n if p >= 1 else 0: 1.0}
+    log_p, log_q = math.log(p), math.log1p(-p)
+    out = {}
+    for s in range(n + 1):
+        log = math.lgamma(n + 1) - math.lgamma(s + 1) - math.lgamma(n - s + 1)
+        chance = math.exp(log + s * log_p + (n - s) * log_q)
+        if chance > 1e-16:
+            out[s] = chance
+    return out

@@ -11,9 +11,11 @@ remaining trials could report would change the decision. That is so
 - when more trials errored than ``max_errors`` allows, or too few can still
   score to reach ``min_scored`` (ERROR);
 - when a trial broke a hard invariant (FAIL: a violation is never averaged away);
-- when even the tightest completion keeps the IQR above F (QUARANTINE): the
-  least IQR that ``r`` more scores can give is found in closed form
-  (``least_iqr``), for every number of them that ``max_errors`` lets score;
+- when even the tightest completion keeps the spread test significant (QUARANTINE):
+  ``r`` more scores cannot lower the sum of squared deviations of the trials already
+  in (they add to it, least when each falls on the mean), and fewer degrees of freedom
+  only lower the bar, so the trials surely inside any completion's fence, tested on
+  k - 1 degrees of freedom, bound every completion (``_spread_settled``);
 - when a pass-rate gate's Wilson lower bound stays below the bar even if every
   remaining trial passes (FAIL), or above it even if every one fails (PASS).
 
@@ -23,8 +25,11 @@ early if that counted. An item eval's test over unseen items has no closed form,
 so item evals stop early only for errors and violations.
 
 **Extension**: a probe that ends close to a line gets ``ceil(k / 3)`` more
-trials (at least 2) at a time, up to ``max_k``. Close means an IQR between 0.75
-F and 1.6 F; an item test between p = 0.001 and 0.05; a pass-rate whose point
+trials (at least 2) at a time, up to ``max_k``, and is judged again only once
+they are all in (a look per block). Close means a stable spread test with p
+below ``NEAR_SPREAD_P`` (a quarantine is not extended: its test is significant at
+a level already split over every look the probe may take,
+``firewall.policy.spread_level``); an item test between p = 0.001 and 0.05; a pass-rate whose point
 estimate clears ``min_pass_rate`` while its lower bound does not; or a median
 within two standard errors of T. ``benchmarks/decisions.py`` measures what these
 lines do. With ``adaptive = false`` a probe runs ``k`` trials and is decided by
@@ -40,31 +45,48 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall._stats import EPSILON, Stats, sorted_iqr, sorted_median, wilson_interval
+from firewall._stats import (
+    EPSILON,
+    IQR_PER_SD,
+    Stats,
+    quartiles,
+    sorted_iqr,
+    sorted_median,
+    spread_from_squares,
+    wilson_interval,
+    wilson_looks_pass,
+)
 from firewall.policy import (
+    GUARD_FENCE,
     Check,
     Decision,
     Status,
     as_plain,
     decide,
     decide_case,
+    extension_step,
+    fence_multiplier,
+    gate_confidence,
     is_plain_test,
     item_test,
+    looks,
     measure,
+    spread_level,
 )
 from firewall.runner.schedule import Seen
 from firewall.runner.trial import TrialRecord
-from firewall.spec import EvalSpec
+from firewall.spec import MAX_POWER_K, RELIABLE, EvalSpec
+from firewall.spec import power_notes as spec_power_notes
 from firewall.text import fmt, one_line
 
-NEAR_IQR = (0.75, 1.6)
-"""An IQR within these multiples of F is close to the line."""
+NEAR_SPREAD_P = 0.3
+"""A stable spread test with p below this is close to its line (an eval at 0.9 F, k = 7,
+is extended in about 1 probe in 5; at 0.45 F almost never)."""
 NEAR_ITEM_P = (0.001, 0.05)
 """An item test's p-value in this range is close to its 1% level."""
 NEAR_MEDIAN_SE = 2.0
 """A median within this many standard errors of the threshold is close to it."""
 _MEDIAN_SE = math.sqrt(math.pi / 2)  # the median's standard error, in sd / sqrt(n) (normal)
-_IQR_PER_SD = 1.349  # a normal distribution's IQR in standard deviations
 
 StopReason = Literal["fixed", "settled", "planned", "extended", "max_k", "interrupted"]
 
@@ -89,7 +111,7 @@ class Stop(BaseModel):
 
 def step(spec: EvalSpec) -> int:
     """How many trials an extension adds at a time."""
-    return max(2, math.ceil(spec.k / 3))
+    return extension_step(spec)
 
 
 def wanted(spec: EvalSpec, trials: Sequence[TrialRecord]) -> int:
@@ -200,27 +222,30 @@ def settle(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision | None:
     if spec.min_pass_rate is not None:
         return _pass_rate_settled(spec, trials, scored, ordered, stopped)
     if len(ordered) < 2 or ordered[-1] - ordered[0] <= spec.flakiness + EPSILON:
-        return None  # every completion within [min, max] keeps the iqr within F
+        return None  # no completion's sd can reach the test's bar (may_settle's premise)
     if item_test(scored) is not None:
         return None  # an item test over items not yet seen has no closed form
     # Completions the error budget allows: from `fewest` to `rest` of the other trials score.
     fewest = max(0, rest - (spec.max_errors - errored))
-    tightest = min(least_iqr(ordered, extra) for extra in range(fewest, rest + 1))
-    if tightest <= spec.flakiness * _near(spec, NEAR_IQR[1]) + EPSILON:
-        return None  # some completion is stable, or close enough to F to be extended
+    result = _spread_settled(spec, ordered, fewest, rest)
+    if result is None:
+        return None
+    least, p_value = result
     stats = measure(spec, trials)
     assert stats.median is not None
+    level = spread_level(spec)
     settled = Decision(
         status=Status.QUARANTINE,
-        reason=f"iqr at least {fmt(tightest)} > flakiness {fmt(spec.flakiness)} whatever "
-        f"the other {rest} trials score (median {fmt(stats.median)}, {stopped})",
+        reason=f"sd at least {fmt(least)} > flakiness {fmt(spec.flakiness)} at {level:.3g} "
+        f"(p at most {p_value:.2g}) whatever the other {rest} trials score "
+        f"(median {fmt(stats.median)}, {stopped})",
         stats=stats,
         checks=(
             Check(
-                name="iqr",
+                name="spread",
                 ok=False,
-                actual=f">= {fmt(tightest)}",
-                allowed=f"<= {fmt(spec.flakiness)}",
+                actual=f"sd >= {fmt(least)}, p <= {p_value:.2g}",
+                allowed=f">= {level:.3g}",
             ),
         ),
     )
@@ -228,6 +253,43 @@ def settle(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision | None:
         plain = as_plain(spec, trials, settled)
         return _with(plain, f"{plain.reason}; {stopped}")
     return settled
+
+
+def _spread_settled(
+    spec: EvalSpec, ordered: Sequence[float], fewest: int, rest: int
+) -> tuple[float, float] | None:
+    """The least sd and the largest p-value the spread test can have over every completion
+    of these scores (ascending) by ``fewest`` to ``rest`` more, when every one is
+    significant at the eval's level; else None.
+
+    A trial counts if it is inside the guard of every completion (``policy.guard``). Its
+    lowest guard sits above Q3 of the rest all scoring 0.0 (scores are at least 0, and Q3
+    grows with each score) by a width at least F and at least the least IQR a completion
+    can have (``least_iqr``), times a multiplier that grows with the count, so is least at
+    the fewest scoring. Below, with the collapse rule on, a
+    completion whose fence leaves a trial out quarantines for that, so every trial counts
+    there; with it off, only those at or above the highest fence any completion can draw
+    (Q1 of the rest all scoring 1.0). The sum of squares of the trials that count is a
+    lower bound of the completion's (a superset's, about a mean of its own), and k - 1 the
+    most degrees of freedom it can have, where the test's p-value for a given sum is
+    largest.
+    """
+    fence = spec.outlier_fence if spec.outlier_fence > 0 else GUARD_FENCE
+    width = max(spec.flakiness, min(least_iqr(ordered, extra) for extra in range(fewest, rest + 1)))
+    reach = fence_multiplier(fence, len(ordered) + fewest) * width
+    lowest_high = quartiles([*ordered, *([0.0] * rest)])[2] + reach
+    inside = [score for score in ordered if score <= lowest_high + EPSILON]
+    if spec.outlier_fence <= 0:
+        highest_low = quartiles([*ordered, *([1.0] * rest)])[0] - reach
+        inside = [score for score in inside if score >= highest_low - EPSILON]
+    if len(inside) < 2:
+        return None
+    mean = math.fsum(inside) / len(inside)
+    squares = math.fsum((score - mean) ** 2 for score in inside)
+    test = spread_from_squares(squares, spec.k - 1, spec.flakiness)
+    if test.p_value >= spread_level(spec):
+        return None
+    return math.sqrt(squares / (spec.k - 1)), test.p_value
 
 
 def _pass_rate_settled(
@@ -245,7 +307,8 @@ def _pass_rate_settled(
     assert spec.min_pass_rate is not None
     rest, bar = spec.k - len(trials), spec.min_pass_rate
     count, passes = len(scored), sum(bool(trial.passed) for trial in scored)
-    best = wilson_interval(passes + rest, count + rest, spec.confidence)[0]
+    confidence = gate_confidence(spec)
+    best = wilson_interval(passes + rest, count + rest, confidence)[0]
     rate = f"pass rate {passes}/{count}: wilson lower bound"
     # Where max_k leaves room, a completion whose rate clears the bar would be extended.
     unreached = spec.max_k == spec.k or (passes + rest) / (count + rest) < bar - EPSILON
@@ -265,7 +328,7 @@ def _pass_rate_settled(
         v is not None for v in (budgets.p95_latency_ms, budgets.mean_tokens, budgets.mean_cost_usd)
     ):
         return None  # a trial not run could break a budget
-    worst = wilson_interval(passes, count + rest, spec.confidence)[0]
+    worst = wilson_interval(passes, count + rest, confidence)[0]
     floor = sorted_median([0.0] * rest + list(ordered))
     if worst < bar - EPSILON or floor < spec.threshold - EPSILON:
         return None
@@ -323,8 +386,10 @@ def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
         # Judged on its pass rate alone: the median of pass/fail scores says little.
         assert stats.pass_rate is not None and stats.wilson_low is not None
         passes, room = round(stats.pass_rate * scored), max(0, spec.max_k - scored - stats.errors)
-        reachable = wilson_interval(passes + room, scored + room, spec.confidence)[0]
-        if stats.wilson_low < spec.min_pass_rate - EPSILON <= stats.pass_rate and (
+        confidence = gate_confidence(spec)
+        low = wilson_interval(passes, scored, confidence)[0]
+        reachable = wilson_interval(passes + room, scored + room, confidence)[0]
+        if low < spec.min_pass_rate - EPSILON <= stats.pass_rate and (
             reachable >= spec.min_pass_rate - EPSILON  # not past help: max_k could clear it
         ):
             return "a pass rate above min_pass_rate with a lower bound below it"
@@ -333,12 +398,10 @@ def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
         low, high = NEAR_ITEM_P
         if low <= stats.item_p < high:
             return f"an item test near its level (p {stats.item_p:.2g})"
-    else:
-        low, high = NEAR_IQR
-        if low * spec.flakiness - EPSILON <= stats.iqr <= high * spec.flakiness + EPSILON:
-            return f"an iqr near flakiness {fmt(spec.flakiness)}"
     if decision.status is Status.QUARANTINE:
-        return None  # clearly unstable: where its median sits does not matter
+        return None  # significantly unstable: where its median sits does not matter
+    if stats.spread_p is not None and stats.spread_p < NEAR_SPREAD_P:
+        return f"a spread near flakiness {fmt(spec.flakiness)} (p {stats.spread_p:.2g})"
     return _median_near(spec, stats, scored)
 
 
@@ -346,18 +409,12 @@ def _median_near(spec: EvalSpec, stats: Stats, scored: int) -> str | None:
     assert stats.median is not None and stats.iqr is not None
     if scored < 2 or stats.iqr <= 0:
         return None
-    error = _MEDIAN_SE * (stats.iqr / _IQR_PER_SD) / math.sqrt(scored)
+    error = _MEDIAN_SE * (stats.iqr / IQR_PER_SD) / math.sqrt(scored)
     if abs(stats.median - spec.threshold) < NEAR_MEDIAN_SE * error - EPSILON:
         return (
             f"a median within {NEAR_MEDIAN_SE:g} standard errors of threshold {fmt(spec.threshold)}"
         )
     return None
-
-
-def _near(spec: EvalSpec, share: float) -> float:
-    """The share of F up to which a decision counts as near the line: none when max_k
-    leaves no room to extend, so that a settled probe is one no completion would extend."""
-    return share if spec.max_k > spec.k else 1.0
 
 
 def _scored(trials: Sequence[TrialRecord]) -> int:
@@ -366,3 +423,62 @@ def _scored(trials: Sequence[TrialRecord]) -> int:
 
 def _with(decision: Decision, reason: str) -> Decision:
     return decision.model_copy(update={"reason": one_line(reason)})
+
+
+# --- what a pass-rate gate can do, as it runs ---------------------------------------------
+
+
+def gate_power(spec: EvalSpec, true_rate: float) -> float:
+    """The chance that a pass-rate gate passes an eval whose trials pass at ``true_rate``
+    (none erring, the median's bar met), as the rule runs: at k, and under adaptive K again
+    after each extension its rule asks for, each look at ``gate_confidence``. Exact
+    (``firewall._stats.wilson_looks_pass``; curtailment never changes a decision, so it
+    does not enter)."""
+    bar = spec.min_pass_rate
+    if bar is None:
+        raise ValueError(f"{spec.id} has no min_pass_rate")
+    max_k = spec.max_k if looks(spec) > 1 else spec.k
+    return wilson_looks_pass(spec.k, max_k, step(spec), bar, gate_confidence(spec), true_rate)
+
+
+def power_notes(spec: EvalSpec) -> list[str]:
+    """What the gate can do, for `firewall list` (``firewall.spec.power_notes``), with a
+    pass-rate gate's chance stated for its rule as it runs: extended under adaptive K, at
+    the confidence its looks leave each one."""
+    notes = spec_power_notes(spec)
+    if spec.min_pass_rate is None or looks(spec) == 1:
+        return notes
+    true_rate = spec.min_pass_rate + 0.75 * (1 - spec.min_pass_rate)
+    chance = gate_power(spec, true_rate)
+    advice = ""
+    if chance < RELIABLE:
+        needed = _reliable_k(spec, true_rate)
+        advice = f"; k >= {needed} passes it in {RELIABLE:.0%}" if needed is not None else ""
+    return [
+        f"a true pass rate of {fmt(true_rate)} passes {chance:.0%} of runs at k={spec.k}, "
+        f"extended up to max_k {spec.max_k} ({looks(spec)} looks, each at "
+        f"{gate_confidence(spec):.4g} confidence){advice}",
+        *notes[1:],
+    ]
+
+
+def _reliable_k(spec: EvalSpec, true_rate: float) -> int | None:
+    """The least k (max_k as far above it as now) at which the gate passes ``true_rate``
+    in ``RELIABLE`` of runs, by bisection (the chance grows with k, give or take the
+    binomial's steps); None past ``MAX_POWER_K``."""
+
+    def power(k: int) -> float:
+        return gate_power(
+            spec.model_copy(update={"k": k, "max_k": k + spec.max_k - spec.k}), true_rate
+        )
+
+    low, high = spec.k, MAX_POWER_K
+    if power(high) < RELIABLE:
+        return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        if power(middle) >= RELIABLE:
+            high = middle
+        else:
+            low = middle
+    return high

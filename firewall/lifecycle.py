@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from firewall._stats import EPSILON
 from firewall.artefact import EvalReport
 from firewall.config import Settings
-from firewall.policy import ITEM_FENCE_Z, Status, item_test
+from firewall.policy import Status, fence_at, item_test
 from firewall.text import fmt
 from firewall.timeutil import Timestamp
 
@@ -307,19 +307,18 @@ def weigh(llr: float, collapsed: int, scored: int) -> float:
 
 
 def collapses(report: EvalReport, outlier_fence: float = DEFAULT_FENCE) -> int:
-    """How many of a probe's scored trials fell below its collapse fence: q1 less
-    ``outlier_fence`` times the IQR, F, or for binary items 2.576 binomial sds of a trial's
-    score, whichever is widest (the policy's fence, contract §4)."""
+    """How many of a probe's scored trials fell below its collapse fence: the policy's
+    (contract §4, ``firewall.policy.fence_at``), with the eval's ``outlier_fence``."""
     stats = report.stats
-    if outlier_fence <= 0 or stats.q1 is None or stats.iqr is None:
+    if stats.q1 is None or stats.iqr is None:
         return 0
     scored = [t for t in report.trials if t.error is None and t.score is not None]
-    width = max(stats.iqr, report.flakiness)
-    test = item_test(scored)
-    if test is not None:
-        width = max(width, ITEM_FENCE_Z * test.noise)
-    fence = stats.q1 - outlier_fence * width
-    return sum(1 for t in scored if t.score is not None and t.score < fence - EPSILON)
+    fence = fence_at(
+        stats.q1, stats.iqr, report.flakiness, outlier_fence, len(scored), item_test(scored)
+    )
+    if fence is None:
+        return 0
+    return sum(1 for t in scored if t.score is not None and t.score < fence.at - EPSILON)
 
 
 def _test_text(collapsed: int, trials: int, llr: float) -> str:

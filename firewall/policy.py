@@ -5,15 +5,20 @@ Rules, first match wins (contract §4): error, violation, instability
 ``min_pass_rate``, budget exceeded, pass. Every rule that ran is kept as a
 check, passes too, so a report can show actual against allowed.
 
-Instability is judged on what the trials report. Score-only evals: the IQR
-against ``flakiness``. Evals whose every trial reports items whose mean is
+Instability is judged on what the trials report. Score-only evals: a test that
+the trials' standard deviation exceeds the one an IQR of ``flakiness`` has under
+normal noise (``firewall._stats.spread_test``), at a stated level per probe
+(``SPREAD_LEVEL``, split over the looks of an adaptive probe), over the trials
+inside the collapse fence. Evals whose every trial reports items whose mean is
 its score: a test of the trials against the noise of their items, since an
 accuracy over 50 items scatters by about 0.04 from that noise alone. Binary
 items are tested against binomial noise (``firewall._stats.item_variance``),
 continuous ones over the same ids by a two-way ANOVA of the trial effect
 (``firewall._stats.trial_anova``). Both keep the collapse fence, the item
 evals' widened for the same noise (and checked before the test, so that a
-collapse is told by the trial it names).
+collapse is told by the trial it names). The fence stretches with the number of
+trials (``fence_multiplier``) so that its false alarms per probe do not grow with K,
+even under heavy tails.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import enum
 import functools
 import math
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -29,7 +35,27 @@ from statistics import NormalDist
 from pydantic import BaseModel, ConfigDict
 
 from firewall import judging
-from firewall._stats import ANOVA, EPSILON, ItemTest, Stats, item_variance, summarize, trial_anova
+from firewall._stats import (
+    ANOVA,
+    CLUSTERED,
+    EPSILON,
+    GROUPED,
+    IQR_PER_SD,
+    ChiSquare,
+    ItemTest,
+    Stats,
+    group_test,
+    grouped,
+    item_variance,
+    sample_sd,
+    spread_test,
+    summarize,
+    t_isf,
+    t_sf,
+    trial_anova,
+    wilson_interval,
+    wilson_looks_pass,
+)
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
 from firewall.text import fmt, one_line
@@ -41,6 +67,28 @@ binomial noise alone, is below this (contract §4: "at 1%")."""
 ITEM_FENCE_Z = NormalDist().inv_cdf(1 - ITEM_TEST_LEVEL / 2)
 """How many binomial standard deviations of one trial's score an item eval's collapse fence
 counts as F at least (2.576, the two-sided 1% normal quantile); see ``_fence_width``."""
+
+
+SPREAD_LEVEL = 0.05
+"""The spread test's level: an eval whose true IQR is exactly F (normal noise) is
+quarantined by it in this share of probes, and less below F (1.6% at 0.9 F, k = 7).
+Under adaptive K the level is split evenly over the looks a probe may take
+(``spread_level``: Bonferroni), so that the whole probe, however often it is extended,
+keeps it."""
+
+FENCE_REFERENCE_K = 7
+"""The number of trials at which the collapse fence is the contract's literal formula,
+``q1 - outlier_fence x max(iqr, F)`` (the default k)."""
+
+HEAVY_TAIL_DF = 3
+"""The tails the fence is sized for: Student's t on 3 degrees of freedom. Its false
+alarms per probe are held at their k = 7 rate for every K (``fence_multiplier``), so a
+heavy-tailed honest eval is not quarantined more often for being probed longer; a
+normal one, whose tails are thinner, less often."""
+
+GUARD_FENCE = 3.0
+"""The fence that keeps a collapse out of the spread test when the collapse rule is off
+(``outlier_fence = 0``): a collapse then counts for neither rule."""
 
 
 class Status(str, enum.Enum):
@@ -91,14 +139,17 @@ def measure(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Stats:
     return _measure(spec, trials)[0]
 
 
-def _measure(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Stats, ItemTest | None]:
+def _measure(
+    spec: EvalSpec, trials: Sequence[TrialRecord]
+) -> tuple[Stats, ItemTest | None, ChiSquare | None]:
     scored = [trial for trial in trials if trial.error is None and trial.score is not None]
 
     def metric(name: str) -> list[float]:
         return [trial.metrics[name] for trial in scored if name in trial.metrics]
 
+    scores = [trial.score for trial in scored if trial.score is not None]
     stats = summarize(
-        [trial.score for trial in scored if trial.score is not None],
+        scores,
         [bool(trial.passed) for trial in scored],
         errors=len(trials) - len(scored),
         confidence=spec.confidence,
@@ -106,13 +157,19 @@ def _measure(spec: EvalSpec, trials: Sequence[TrialRecord]) -> tuple[Stats, Item
         tokens=metric("tokens"),
         costs_usd=metric("cost_usd"),
     )
-    # A pass-rate eval is exempt from every instability rule: no test to report either.
-    test = item_test(scored) if spec.min_pass_rate is None else None
-    if test is None:
-        return stats, None
-    stats.item_test, stats.item_p = test.name, test.result.p_value
-    stats.dispersion, stats.items_per_trial = test.dispersion, test.items
-    return stats, test
+    if spec.min_pass_rate is not None:  # exempt from every instability rule: no test to report
+        return stats, None, None
+    test = item_test(scored)
+    if test is not None:
+        stats.item_test, stats.item_p = test.name, test.result.p_value
+        stats.dispersion, stats.items_per_trial = test.dispersion, test.items
+        stats.groups_per_trial = test.groups or None
+        return stats, test, None
+    low, high = guard(spec, stats, len(scores))
+    inside = [score for score in scores if low - EPSILON <= score <= high + EPSILON]
+    spread = spread_test(inside, spec.flakiness)
+    stats.sd, stats.spread_p = sample_sd(inside), spread.p_value if spread.df else None
+    return stats, None, spread
 
 
 _BINARY = frozenset((0.0, 1.0))  # 1 == 1.0 == True in a set: any binary number is a member
@@ -138,6 +195,9 @@ def item_test(scored: Sequence[TrialRecord]) -> ItemTest | None:
             return None
         binary = binary and _BINARY.issuperset(values)
     items = [trial.items for trial in scored]
+    groups = grouped(items) if len(items) >= 2 else None
+    if groups is not None:
+        return group_test(groups, binary=binary)
     if binary:
         return item_variance(items)
     if any(trial.keys() != items[0].keys() for trial in items) or len(items) < 2:
@@ -146,16 +206,18 @@ def item_test(scored: Sequence[TrialRecord]) -> ItemTest | None:
 
 
 def _noise_name(test: ItemTest) -> str:
+    if test.name in (GROUPED, CLUSTERED):
+        return "the groups' noise"
     return "the items' noise" if test.name == ANOVA else "binomial"
 
 
-def _p_text(p: float) -> str:
+def _p_text(p: float, level: float = ITEM_TEST_LEVEL) -> str:
     """Two significant digits (0.42, 0.0031, 2.3e-05), and never rounded up to the level."""
     text = f"{p:.2g}"
-    return f"{p:.3g}" if p < ITEM_TEST_LEVEL <= float(text) else text
+    return f"{p:.3g}" if p < level <= float(text) else text
 
 
-def _fence_width(spec: EvalSpec, test: ItemTest | None) -> float:
+def _fence_width(flakiness: float, test: ItemTest | None) -> float:
     """The least width the collapse fence counts in ("at least F", contract §4).
 
     For an item eval, at least ITEM_FENCE_Z binomial standard deviations of a
@@ -167,34 +229,138 @@ def _fence_width(spec: EvalSpec, test: ItemTest | None) -> float:
     collapse is left to the item test, whose variance it raises.
     """
     if test is None:
-        return spec.flakiness
-    return max(spec.flakiness, ITEM_FENCE_Z * test.noise)
+        return flakiness
+    return max(flakiness, ITEM_FENCE_Z * test.noise)
+
+
+def extension_step(spec: EvalSpec) -> int:
+    """How many trials an adaptive extension adds at a time (``firewall.adaptive``)."""
+    return max(2, math.ceil(spec.k / 3))
+
+
+def looks(spec: EvalSpec) -> int:
+    """How many times a probe of the eval may be judged: once at k for a fixed probe;
+    at k and after each extension up to max_k for an adaptive one."""
+    fixed = not spec.adaptive or spec.result == "junit" or spec.suite is not None
+    if fixed or spec.max_k <= spec.k:
+        return 1
+    return 1 + math.ceil((spec.max_k - spec.k) / extension_step(spec))
+
+
+def spread_level(spec: EvalSpec) -> float:
+    """The level of the spread test at each look: ``SPREAD_LEVEL`` over the looks."""
+    return SPREAD_LEVEL / looks(spec)
+
+
+@functools.lru_cache(maxsize=4096)
+def fence_multiplier(outlier_fence: float, scored: int) -> float:
+    """How many widths below Q1 the collapse fence sits for a probe of ``scored`` trials.
+
+    ``outlier_fence`` at k = 7 (the contract's formula); elsewhere the multiplier at
+    which a Student's t (3 df) eval of the same IQR has as often a trial below the fence
+    in one probe as at k = 7. At the default 3.0 that per-probe chance is 4.4% for a t
+    eval whose IQR is the width (far less when F sets the width, and for normal noise
+    1 in 120,000), and the multiplier is 2.1 at k = 3, 4.1 at k = 15, 5.3 at 30. A fixed
+    multiplier lets the chance grow with K, since each trial is one more draw from the
+    tail (Student's t, sd 0.02 with F = 0.03: 1.0% of probes at k = 7, 2.2% at 15, 5.1%
+    at 30; stretched, 0.9%, 1.0%, 1.0%: ``benchmarks/decisions.py --only spread``).
+    """
+    if outlier_fence <= 0 or scored == FENCE_REFERENCE_K:
+        return outlier_fence
+    iqr_t = 2 * t_isf(0.25, HEAVY_TAIL_DF)  # the t distribution's IQR, in its own scale
+    tail = t_sf((0.5 + outlier_fence) * iqr_t, HEAVY_TAIL_DF)  # one trial below, at k = 7
+    per_trial = -math.expm1(FENCE_REFERENCE_K / scored * math.log1p(-tail))
+    return t_isf(per_trial, HEAVY_TAIL_DF) / iqr_t - 0.5
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The collapse fence of a probe: ``at = q1 - multiplier x width``."""
+
+    at: float
+    multiplier: float
+    width: float
+
+
+def fence_of(spec: EvalSpec, stats: Stats, test: ItemTest | None, scored: int) -> Fence | None:
+    """The probe's collapse fence; None when the rule is off (``outlier_fence = 0``)."""
+    if stats.q1 is None or stats.iqr is None:
+        return None
+    return fence_at(stats.q1, stats.iqr, spec.flakiness, spec.outlier_fence, scored, test)
+
+
+def guard(spec: EvalSpec, stats: Stats, scored: int) -> tuple[float, float]:
+    """The trials the spread test counts: from the collapse fence (below it, a collapse,
+    the fence's business) to as far above Q3 (a trial that far above the rest is no
+    scatter of the kind F bounds, as it never was for the IQR: one pass among failures
+    leaves a plain test broken, not flaky). With the collapse rule off, at
+    ``GUARD_FENCE``: a collapse then counts for neither rule."""
+    fence = spec.outlier_fence if spec.outlier_fence > 0 else GUARD_FENCE
+    if stats.q1 is None or stats.q3 is None or stats.iqr is None:
+        return -math.inf, math.inf
+    multiplier = fence_multiplier(fence, scored)
+    width = max(stats.iqr, spec.flakiness)
+    return stats.q1 - multiplier * width, stats.q3 + multiplier * width
+
+
+def fence_at(
+    q1: float,
+    iqr: float,
+    flakiness: float,
+    outlier_fence: float,
+    scored: int,
+    test: ItemTest | None,
+) -> Fence | None:
+    """``q1 - multiplier x max(iqr, width)``: the width at least F (for an item eval at
+    least its noise, ``_fence_width``), the multiplier ``outlier_fence``, stretched with
+    the count for a score-only eval (``fence_multiplier``); an item eval's noise is
+    the binomial's or the ANOVA's, whose thin tails its width is already sized for.
+    None when the rule is off."""
+    if outlier_fence <= 0:
+        return None
+    multiplier = outlier_fence if test is not None else fence_multiplier(outlier_fence, scored)
+    width = max(iqr, _fence_width(flakiness, test))
+    return Fence(q1 - multiplier * width, multiplier, width)
 
 
 # One instability rule: its check, and the reason to quarantine ("" when the check held);
-# None when the rule does not apply. `count` says how many trials scored, for the reason.
+# None when the rule does not apply.
 _Ruled = tuple[Check, str]
 
 
-def _iqr_rule(
-    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
-) -> _Ruled:
-    assert stats.iqr is not None and stats.median is not None
-    stable = stats.iqr <= spec.flakiness + EPSILON
-    check = Check(name="iqr", ok=stable, actual=fmt(stats.iqr), allowed=f"<= {fmt(spec.flakiness)}")
-    reason = (
-        ""
-        if stable
-        else f"iqr {fmt(stats.iqr)} > flakiness {fmt(spec.flakiness)} "
-        f"(median {fmt(stats.median)}, {count})"
+def _spread_rule(probe: Probe) -> _Ruled | None:
+    """A score-only eval: quarantined when its trials' sd (inside the collapse fence) is
+    significantly above the sd an IQR of F has under normal noise (``spread_test``)."""
+    spec, stats, spread = probe.spec, probe.stats, probe.spread_result
+    if spread is None or not spread.df:
+        return None
+    assert stats.median is not None and stats.iqr is not None and stats.sd is not None
+    level = spread_level(spec)
+    p_value = _p_text(spread.p_value, level)
+    stable = spread.p_value >= level
+    check = Check(
+        name="spread",
+        ok=stable,
+        actual=f"sd {fmt(stats.sd)}, p {p_value}",
+        allowed=f">= {level:.3g}",
     )
-    return check, reason
+    if stable:
+        return check, ""
+    inside = spread.df + 1
+    kept = f", {inside} trials inside the fence" if inside < probe.scored else ""
+    return check, (
+        f"spread beyond flakiness {fmt(spec.flakiness)}: sd {fmt(stats.sd)} against "
+        f"{fmt(spec.flakiness / IQR_PER_SD)} (an iqr of {fmt(spec.flakiness)} in normal noise), "
+        f"p = {p_value} < {level:.3g} (median {fmt(stats.median)}, iqr {fmt(stats.iqr)}"
+        f"{kept}, {probe.count})"
+    )
 
 
-def _item_rule(
-    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
-) -> _Ruled:
-    assert test is not None and stats.median is not None
+def _item_rule(probe: Probe) -> _Ruled | None:
+    test, stats = probe.test, probe.stats
+    if test is None:
+        return None
+    assert stats.median is not None
     p_value = _p_text(test.result.p_value)
     stable = test.result.p_value >= ITEM_TEST_LEVEL
     check = Check(
@@ -203,49 +369,95 @@ def _item_rule(
         actual=f"p {p_value} ({test.name})",
         allowed=f">= {fmt(ITEM_TEST_LEVEL)}",
     )
+    if stable:
+        return check, ""
+    groups = f" in {fmt(test.groups)} groups" if test.groups else ""
     reason = (
-        ""
-        if stable
-        else f"between-trial variance {test.dispersion:.1f}x {_noise_name(test)} (p = {p_value}, "
-        f"{test.name}; median {fmt(stats.median)}, {fmt(test.items)} items, {count})"
+        f"between-trial variance {test.dispersion:.1f}x {_noise_name(test)} (p = {p_value}, "
+        f"{test.name}; median {fmt(stats.median)}, {fmt(test.items)} items{groups}, "
+        f"{probe.count}){_looks_grouped(probe)}"
     )
     return check, reason
 
 
-def _collapse_rule(
-    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
-) -> _Ruled | None:
-    if spec.outlier_fence <= 0:
+def _looks_grouped(probe: Probe) -> str:
+    """A note for an item test that quarantined items named without groups, when their ids
+    look grouped all the same (``doc3-q1``, ``doc3-q2``, ...): items that share a document
+    or a conversation are not independent, and the test of independent items calls their
+    shared noise instability."""
+    if probe.test is None or probe.test.groups:
+        return ""
+    ids = [item for trial in probe.trials for item in trial.items]
+    found = apparent_groups(ids)
+    if found is None:
+        return ""
+    name, size = found
+    return (
+        f"; the item ids look grouped ({name!r} and others hold {size} each): if items in a "
+        f"group share their noise, name them {name}/<item> to test by group"
+    )
+
+
+_SEPARATORS = re.compile(r"[-_.:#]")
+
+
+def apparent_groups(ids: Sequence[str]) -> tuple[str, int] | None:
+    """A prefix the item ids share in groups of two or more, cut at their last separator
+    (``doc3-q1`` -> ``doc3``), when it splits them into two groups or more and most ids
+    are in a group of two or more: the first such prefix and its typical group size."""
+    unique = list(dict.fromkeys(ids))
+    prefixes: dict[str, int] = {}
+    for item in unique:
+        cuts = [m.start() for m in _SEPARATORS.finditer(item)]
+        if not cuts or cuts[-1] == 0:
+            return None
+        prefixes[item[: cuts[-1]]] = prefixes.get(item[: cuts[-1]], 0) + 1
+    grouped_ids = sum(n for n in prefixes.values() if n >= 2)
+    if len(prefixes) < 2 or grouped_ids < 0.8 * len(unique) or len(prefixes) == len(unique):
+        return None
+    size = round(statistics.median(prefixes.values()))
+    return (next(iter(prefixes)), size) if size >= 2 else None
+
+
+def _collapse_rule(probe: Probe) -> _Ruled | None:
+    spec, stats, test, fence = probe.spec, probe.stats, probe.test, probe.fence
+    if fence is None:
         return None
     assert stats.iqr is not None and stats.q1 is not None and stats.min is not None
     assert stats.median is not None
-    width = max(stats.iqr, _fence_width(spec, test))
-    fence = stats.q1 - spec.outlier_fence * width
-    held = stats.min >= fence - EPSILON
+    held = stats.min >= fence.at - EPSILON
     check = Check(
-        name="collapse fence", ok=held, actual=f"min {fmt(stats.min)}", allowed=f">= {fmt(fence)}"
+        name="collapse fence",
+        ok=held,
+        actual=f"min {fmt(stats.min)}",
+        allowed=f">= {fmt(fence.at)}",
     )
     if held:
         return check, ""
-    low = min((t for t in trials if t.score is not None), key=lambda t: t.score or 0.0)
+    low = min((t for t in probe.trials if t.score is not None), key=lambda t: t.score or 0.0)
     noise = (
         f" ({ITEM_FENCE_Z:.2f} {_noise_name(test)} sd of {fmt(test.items)} items)"
-        if test is not None and width > max(stats.iqr, spec.flakiness)
+        if test is not None and fence.width > max(stats.iqr, spec.flakiness)
+        else ""
+    )
+    stretched = (
+        f" (outlier_fence {fmt(spec.outlier_fence)} at k={FENCE_REFERENCE_K}, stretched for "
+        f"{probe.scored} trials)"
+        if fence.multiplier != spec.outlier_fence
         else ""
     )
     return check, (
         f"trial {low.index} (seed {low.seed}) collapsed to {fmt(stats.min)}, below the fence "
-        f"{fmt(fence)} = q1 {fmt(stats.q1)} - {fmt(spec.outlier_fence)} x {fmt(width)}{noise} "
-        f"(median {fmt(stats.median)}, iqr {fmt(stats.iqr)}, {count})"
+        f"{fmt(fence.at)} = q1 {fmt(stats.q1)} - {fmt(fence.multiplier)} x {fmt(fence.width)}"
+        f"{noise}{stretched} (median {fmt(stats.median)}, iqr {fmt(stats.iqr)}, {probe.count})"
     )
 
 
-def _judge_rule(
-    spec: EvalSpec, stats: Stats, test: ItemTest | None, trials: Sequence[TrialRecord], count: str
-) -> _Ruled | None:
+def _judge_rule(probe: Probe) -> _Ruled | None:
     """An eval with a judge whose outputs were judged more than once: the judge alone
     must not scatter beyond F (``firewall.judging``)."""
-    found = judging.split(trials) if spec.judge is not None else None
+    spec = probe.spec
+    found = judging.split(probe.trials) if spec.judge is not None else None
     if found is None:
         return None
     scatters = judging.judge_scatters(spec.flakiness, found)
@@ -255,7 +467,7 @@ def _judge_rule(
         actual=f"iqr {fmt(found.judge_iqr)} ({found.share('judge'):.0%} of the variance)",
         allowed=f"<= {fmt(spec.flakiness)}",
     )
-    return check, judging.judge_reason(spec.flakiness, found, count) if scatters else ""
+    return check, judging.judge_reason(spec.flakiness, found, probe.count) if scatters else ""
 
 
 @dataclass(frozen=True)
@@ -266,6 +478,11 @@ class Probe:
     trials: Sequence[TrialRecord]
     stats: Stats
     test: ItemTest | None  # the item test, for an eval whose trials report items
+    spread_result: ChiSquare | None  # the spread test, for a score-only eval
+
+    @functools.cached_property
+    def fence(self) -> Fence | None:
+        return fence_of(self.spec, self.stats, self.test, self.scored)
 
     @functools.cached_property
     def errored(self) -> list[TrialRecord]:
@@ -389,12 +606,14 @@ def _instability(probe: Probe) -> Ruling:
     if probe.spec.min_pass_rate is not None:
         return Ruling()
     spec, trials = probe.spec, probe.trials
-    rules = (_iqr_rule, _collapse_rule) if probe.test is None else (_collapse_rule, _item_rule)
+    rules: tuple[Callable[[Probe], _Ruled | None], ...] = (
+        (_spread_rule, _collapse_rule) if probe.test is None else (_collapse_rule, _item_rule)
+    )
     # An eval with a judge: the judge's rule first when the judge is the larger source.
     rules = (_judge_rule, *rules) if judging.judge_leads(spec, trials) else (*rules, _judge_rule)
     checks: list[Check] = []
     for rule in rules:
-        ruled = rule(spec, probe.stats, probe.test, trials, probe.count)
+        ruled = rule(probe)
         if ruled is None:
             continue
         check, unstable = ruled
@@ -423,28 +642,84 @@ def _below_threshold(probe: Probe) -> Ruling:
 
 
 def _pass_rate_bound(probe: Probe) -> Ruling:
-    """Row 5, fail: the Wilson lower bound of the pass rate below ``min_pass_rate``."""
+    """Row 5, fail: the Wilson lower bound of the pass rate below ``min_pass_rate``, at the
+    eval's confidence, or under adaptive K at the confidence its looks leave each one
+    (``gate_confidence``)."""
     spec, stats = probe.spec, probe.stats
     if spec.min_pass_rate is None:
         return Ruling()
     assert stats.wilson_low is not None and stats.pass_rate is not None
-    held = stats.wilson_low >= spec.min_pass_rate - EPSILON
+    passes = round(stats.pass_rate * probe.scored)
+    confidence = gate_confidence(spec)
+    low = stats.wilson_low
+    if confidence != spec.confidence:
+        low = wilson_interval(passes, probe.scored, confidence)[0]
+    held = low >= spec.min_pass_rate - EPSILON
     check = Check(
         name="wilson lower bound",
         ok=held,
-        actual=fmt(stats.wilson_low),
+        actual=fmt(low),
         allowed=f">= {fmt(spec.min_pass_rate)}",
     )
     if held:
         return Ruling((check,))
-    passes = round(stats.pass_rate * probe.scored)
     return Ruling(
         (check,),
         Status.FAIL,
         f"pass rate {passes}/{probe.scored}: wilson lower "
-        f"bound {fmt(stats.wilson_low)} < min_pass_rate "
-        f"{fmt(spec.min_pass_rate)} at {fmt(spec.confidence)} confidence" + probe.count_if_errored,
+        f"bound {fmt(low)} < min_pass_rate "
+        f"{fmt(spec.min_pass_rate)} at {confidence_text(spec)}" + probe.count_if_errored,
     )
+
+
+def gate_confidence(spec: EvalSpec) -> float:
+    """The confidence of the pass-rate gate's Wilson bound at each look: the eval's, or
+    under adaptive K the least strict one at which an eval whose true rate is exactly
+    ``min_pass_rate`` passes at most (1 - confidence) / 2 of its probes over all the looks
+    it may take, found exactly (``_spent_confidence``): extending a probe whose rate clears
+    the bar while its bound does not must not pass such an eval more often than one look
+    would."""
+    n = looks(spec)
+    if n == 1 or spec.min_pass_rate is None:
+        return spec.confidence
+    return _spent_confidence(
+        spec.k, spec.max_k, extension_step(spec), spec.min_pass_rate, spec.confidence, n
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _spent_confidence(
+    k: int, max_k: int, step: int, bar: float, confidence: float, n: int
+) -> float:
+    """The one-sided error (1 - confidence) / 2 spent over the looks: the largest per-look
+    error, between the Bonferroni share (error / looks, always within it) and the whole,
+    whose looks together pass an eval at the bar at most the whole error's share of the
+    time (``wilson_looks_pass`` at rate = bar, where the chance of a false pass is
+    greatest), by bisection."""
+    error = (1 - confidence) / 2
+
+    def passes(share: float) -> float:
+        return wilson_looks_pass(k, max_k, step, bar, 1 - 2 * share, bar)
+
+    low, high = error / n, error
+    if passes(high) <= error:
+        return 1 - 2 * high
+    for _ in range(40):
+        middle = (low + high) / 2
+        if passes(middle) <= error:
+            low = middle
+        else:
+            high = middle
+    return 1 - 2 * low
+
+
+def confidence_text(spec: EvalSpec) -> str:
+    """``0.95 confidence``, or ``0.9711 confidence (0.95 spent over 4 looks)`` under
+    adaptive K."""
+    n = looks(spec)
+    if n == 1:
+        return f"{fmt(spec.confidence)} confidence"
+    return f"{gate_confidence(spec):.4g} confidence ({fmt(spec.confidence)} spent over {n} looks)"
 
 
 def _over_budget(probe: Probe) -> Ruling:
@@ -491,8 +766,8 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
 
 
 def _decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
-    stats, test = _measure(spec, trials)
-    probe = Probe(spec, trials, stats, test)
+    stats, test, spread = _measure(spec, trials)
+    probe = Probe(spec, trials, stats, test, spread)
     checks: list[Check] = []
     for rule in RULES:
         ruling = rule(probe)
@@ -523,7 +798,7 @@ FAILURE_CHARS = 300
 """How much of a failed run's message a reason quotes: the end, where a command's output
 says what went wrong."""
 
-_FENCE_CHECKS = frozenset(("violations", "iqr", "collapse fence", "median"))
+_FENCE_CHECKS = frozenset(("violations", "spread", "collapse fence", "median"))
 
 
 def is_plain_test(spec: EvalSpec) -> bool:

@@ -11,8 +11,9 @@ import pytest
 from builders import error_trial, make_spec, trial, trials
 
 from firewall import adaptive
+from firewall._stats import spread_test
 from firewall.adaptive import conclude, least_iqr, settle, wanted
-from firewall.policy import Decision, Status, decide
+from firewall.policy import Decision, Status, decide, spread_level
 from firewall.runner.schedule import Schedule, Seen
 from firewall.runner.trial import TrialRecord
 from firewall.spec import EvalSpec
@@ -50,15 +51,19 @@ def test_a_settled_probe_has_the_decision_of_every_completion(seed: int) -> None
     for _ in range(300):
         k = rng.randint(3, 6)
         n = rng.randint(1, k - 1)
-        spread = rng.choice([0.01, 0.05, 0.3])
+        spread = rng.choice([0.01, 0.03, 0.05, 0.3])
         pass_rate = rng.random() < 0.3
         spec = make_spec(
             k=k,
             max_k=rng.choice([k, k + 4]),
             min_pass_rate=0.5 if pass_rate else None,
             min_scored=min(3, k),
+            outlier_fence=rng.choice([3.0, 3.0, 0.0]),
         )
-        seen = trials(round(0.8 + rng.uniform(-spread, spread), 3) for _ in range(n))
+        seen = trials(
+            0.1 if rng.random() < 0.1 else round(0.8 + rng.uniform(-spread, spread), 3)
+            for _ in range(n)
+        )
         decision = settle(spec, seen)
         if decision is None:
             continue
@@ -71,18 +76,22 @@ def test_a_settled_probe_has_the_decision_of_every_completion(seed: int) -> None
     assert settled > 20  # the check above ran often enough to mean something
 
 
+WIDE = [0.5, 0.95, 0.55, 0.9, 0.5, 0.9, 0.5]
+
+
 def test_a_probe_far_too_wide_to_be_stable_stops_as_soon_as_no_completion_escapes() -> None:
     spec = make_spec(k=7)
-    assert adaptive.NEAR_IQR[1] * spec.flakiness < 0.175  # and far from the extension's band
-    assert settle(spec, trials(FLAKY[:3])) is None  # three more at 0.9 would close it
-    decision = settle(spec, trials(FLAKY))
+    # Three trials: were the other four to score 0, the two highest would stand beyond the
+    # spread test's guard above Q3, and the rest could be a stable, failing eval.
+    assert settle(spec, trials(WIDE[:3])) is None
+    decision = settle(spec, trials(WIDE[:4]))
     assert decision is not None and decision.status is Status.QUARANTINE
     assert decision.reason == (
-        "iqr at least 0.175 > flakiness 0.03 whatever the other 3 trials score "
-        "(median 0.725, stopped after 4 of 7 trials)"
+        "sd at least 0.165 > flakiness 0.03 at 0.0125 (p at most 6.1e-68) whatever the "
+        "other 3 trials score (median 0.725, stopped after 4 of 7 trials)"
     )
-    assert wanted(spec, trials(FLAKY)) == 4
-    verdict, stop = conclude(spec, trials(FLAKY)) or (None, None)
+    assert wanted(spec, trials(WIDE[:4])) == 4
+    verdict, stop = conclude(spec, trials(WIDE[:4])) or (None, None)
     assert verdict is not None and verdict.status is Status.QUARANTINE
     assert stop is not None and (stop.trials, stop.planned, stop.why) == (4, 7, "settled")
 
@@ -150,30 +159,42 @@ def test_a_clear_stable_eval_is_decided_in_exactly_k_trials() -> None:
     assert decision == decide(spec, tight) and stop is not None and stop.why == "planned"
 
 
-def test_an_iqr_near_flakiness_gets_more_trials_a_few_at_a_time_up_to_max_k() -> None:
+NEAR = [0.885, 0.901, 0.909, 0.925, 0.941, 0.949, 0.965]  # sd 0.0286: p 0.13 against F 0.03
+
+
+def test_a_spread_near_flakiness_gets_more_trials_a_few_at_a_time_up_to_max_k() -> None:
     spec = make_spec(k=7, max_k=11, threshold=0.5)
-    near = [0.9, 0.91, 0.915, 0.925, 0.935, 0.94, 0.95]
-    assert decide(spec, trials(near)).stats.iqr == pytest.approx(0.025)  # 0.83 F: near F
+    p_value = decide(spec, trials(NEAR)).stats.spread_p
+    assert p_value is not None and spread_level(spec) <= p_value < adaptive.NEAR_SPREAD_P
     assert adaptive.step(spec) == 3
-    assert wanted(spec, trials(near)) == 10
-    ten = trials([*near, 0.9, 0.95, 0.9])
+    assert wanted(spec, trials(NEAR)) == 10
+    ten = trials([*NEAR, 0.885, 0.965, 0.925])
     assert wanted(spec, ten) == 11  # still near at 10: one more, to max_k
-    eleven = trials([*near, 0.9, 0.95, 0.9, 0.95])
+    eleven = trials([*NEAR, 0.885, 0.965, 0.925, 0.925])
     assert wanted(spec, eleven) == 11
     decision, stop = conclude(spec, eleven) or (None, None)
     assert decision is not None and stop is not None
-    assert stop.why == "max_k" and stop.trials == 11 and stop.near.startswith("an iqr near")
-    assert decision.reason.endswith("; still an iqr near flakiness 0.03 at max_k 11")
+    assert stop.why == "max_k" and stop.trials == 11 and stop.near.startswith("a spread near")
+    assert "; still a spread near flakiness 0.03 (p " in decision.reason
+    assert decision.reason.endswith(") at max_k 11")
 
 
 def test_an_extension_that_settles_the_decision_says_how_many_trials_it_added() -> None:
     spec = make_spec(k=7, max_k=15, threshold=0.5)
-    near = trials([0.9, 0.91, 0.915, 0.925, 0.935, 0.94, 0.95])
-    settled = near + [trial(0.925, index=7 + i) for i in range(3)]
+    settled = trials([*NEAR, 0.925, 0.925, 0.925])
     assert wanted(spec, settled) == 10
     decision, stop = conclude(spec, settled) or (None, None)
     assert decision is not None and stop is not None and stop.why == "extended"
     assert decision.reason.endswith("; 3 trials added to k=7")
+
+
+def test_a_significant_spread_is_not_extended() -> None:
+    """A quarantine by the spread test is significant at the level split over every look
+    the probe may take: more trials would only be more looks."""
+    spec = make_spec(k=7, max_k=15, threshold=0.5)
+    wide = trials([0.85, 0.87, 0.9, 0.925, 0.95, 0.98, 1.0])
+    assert decide(spec, wide).status is Status.QUARANTINE
+    assert wanted(spec, wide) == 7
 
 
 def test_a_median_within_two_standard_errors_of_the_threshold_gets_more_trials() -> None:
@@ -210,16 +231,16 @@ def test_a_probe_cut_short_before_it_settled_is_not_decided() -> None:
 
 def test_trials_that_finish_after_the_probe_settled_keep_it_settled() -> None:
     spec = make_spec(k=7)
-    late: list[TrialRecord] = [*trials(FLAKY), trial(0.9, index=4)]
+    late: list[TrialRecord] = [*trials(WIDE[:4]), trial(0.9, index=4)]
     decision = settle(spec, late)
     assert decision is not None and decision.status is Status.QUARANTINE
 
 
-def test_a_probe_a_completion_would_extend_is_not_stopped_while_max_k_leaves_room() -> None:
-    # Six trials whose tightest completion has an iqr of 1.2 F: unstable at k = 7 whatever
-    # the seventh scores, but near enough to F that k = 7 would extend it.
+def test_a_probe_settles_at_the_level_of_the_looks_it_may_take() -> None:
+    # Six trials whose sum of squares is chi-square 13.2 on the 6 df of k = 7: p 0.039,
+    # below the fixed probe's 5% but not the 1.25% of each of an adaptive probe's 4 looks.
     six = trials([0.85, 0.86, 0.89, 0.9, 0.93, 0.94])
-    assert 0.03 < least_iqr(sorted(t.score or 0 for t in six), 1) <= 1.6 * 0.03
+    assert 0.0125 < spread_test([0.85, 0.86, 0.89, 0.9, 0.93, 0.94, 0.895], 0.03).p_value < 0.05
     assert settle(make_spec(k=7, max_k=15), six) is None
     settled = settle(make_spec(k=7, max_k=7), six)
     assert settled is not None and settled.status is Status.QUARANTINE
@@ -262,7 +283,7 @@ def test_a_stable_probe_is_judged_once_when_its_planned_trials_are_in(
 def test_a_probe_is_asked_early_once_curtailment_can_apply(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    asked, ran = run_schedule(make_spec(k=7), [0.5, 0.95, 0.55, 0.9, 0.5, 0.9, 0.5], monkeypatch)
+    asked, ran = run_schedule(make_spec(k=7), WIDE, monkeypatch)
     assert asked == [2, 3, 4]  # apart by more than F from the second trial; settled at four
     assert len(ran) == 4
 

@@ -61,8 +61,9 @@ def test_an_honest_judge_over_items_is_not_quarantined_though_its_iqr_is_above_f
         flagged_anova += decide(spec, records).status is Status.QUARANTINE
         bare = [t.model_copy(update={"items": {}}) for t in records]
         flagged_iqr += decide(spec, bare).status is Status.QUARANTINE
-    # 0.15 of noise on each of 20 items: a trial's mean scatters by 0.034, above F = 0.03.
-    assert flagged_iqr > 100
+    # 0.15 of noise on each of 20 items: a trial's mean scatters by 0.034, 1.5 times the sd
+    # of an IQR of F = 0.03, which the score-only spread test calls unstable often.
+    assert flagged_iqr > 30
     assert flagged_anova <= 6  # the test's 1% level, with room for chance
 
 
@@ -74,7 +75,7 @@ def test_a_shift_of_whole_trials_is_caught_and_the_reason_names_the_test() -> No
     assert decision.stats.item_test == ANOVA
 
 
-def test_continuous_items_that_differ_between_trials_keep_the_plain_iqr_rule() -> None:
+def test_continuous_items_that_differ_between_trials_keep_the_plain_spread_rule() -> None:
     records = [
         trial(0.7, index=0, items={"a": 0.6, "b": 0.8}),
         trial(0.75, index=1, items={"c": 0.7, "d": 0.8}),
@@ -82,7 +83,7 @@ def test_continuous_items_that_differ_between_trials_keep_the_plain_iqr_rule() -
     ]
     decision = decide(make_spec(k=3, threshold=0.5), records)
     assert decision.stats.item_test is None
-    assert [c.name for c in decision.checks if c.name == "iqr"] == ["iqr"]
+    assert [c.name for c in decision.checks if c.name == "spread"] == ["spread"]
 
 
 def test_items_without_any_noise_are_judged_by_whether_the_trials_differ() -> None:

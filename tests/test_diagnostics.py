@@ -541,7 +541,7 @@ def test_every_check_the_policy_makes_formats_as_a_checklist_line() -> None:
     assert lines == [
         "ok   errors 0 <= 0",
         "ok   violations 0",
-        "ok   iqr 0.01 <= 0.03",
+        "ok   spread sd 0.008, p 0.99 >= 0.0125",
         "ok   collapse fence min 0.8 >= 0.715",
         "FAIL median 0.81 < 0.85",
     ]

@@ -133,8 +133,10 @@ def test_honest_item_evals_are_quarantined_about_as_often_as_the_test_level(
 
 
 @pytest.mark.parametrize("k", [7, 15])
-def test_the_iqr_rule_would_quarantine_most_of_the_same_honest_probes(k: int) -> None:
-    """The issue's numbers (71% at K = 7, 88% at K = 15): why the item test is needed."""
+def test_the_score_only_rule_would_quarantine_most_of_the_same_honest_probes(k: int) -> None:
+    """Why the item test is needed: the binomial noise of 50 items at p = 0.9 is an sd of
+    0.042, 1.9 times the sd of an IQR of F, which the spread test calls unstable (the IQR
+    rule did so in 71% of probes at K = 7, 88% at K = 15)."""
     rng = np.random.default_rng(k)
     spec = make_spec(k=k, threshold=0.5)
     decisions = []
@@ -146,7 +148,7 @@ def test_the_iqr_rule_would_quarantine_most_of_the_same_honest_probes(k: int) ->
 
     share = len(quarantined(iter(decisions))) / PROBES
 
-    assert share > {7: 0.6, 15: 0.8}[k]
+    assert share > {7: 0.5, 15: 0.8}[k]
 
 
 # --- probes whose trials really differ ------------------------------------------------------

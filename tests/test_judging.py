@@ -157,7 +157,7 @@ def test_a_noisy_model_with_a_steady_judge_is_quarantined_naming_the_model() -> 
     spec = make_spec(judge="j:j", threshold=0.6, pass_score=0.6)
     decision = decide(spec, judged_trials(draw(7, 3, 0.12, 0.005, 2)))
     assert decision.status is Status.QUARANTINE
-    assert decision.reason.startswith("iqr ")
+    assert decision.reason.startswith("spread beyond flakiness ")
     assert re.search(r"; model: (9\d|100)% of the variance .*; judge: \d%$", decision.reason)
 
 

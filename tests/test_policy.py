@@ -154,14 +154,15 @@ def test_violation_reason_stays_on_one_line() -> None:
 # --- row 3: quarantine (instability) ----------------------------------------------
 
 
-def test_quarantine_when_iqr_exceeds_flakiness() -> None:
+def test_quarantine_when_the_spread_is_significantly_beyond_flakiness() -> None:
     decision = decide(make_spec(flakiness=0.03), trials(SCATTERED))
 
     assert decision.status is Status.QUARANTINE
-    assert "iqr 0.3" in decision.reason and "0.03" in decision.reason
+    assert decision.reason.startswith("spread beyond flakiness 0.03: sd 0.18 against 0.022")
+    assert "iqr 0.3" in decision.reason and "p = " in decision.reason
     assert "median 0.7" in decision.reason and "k=7" in decision.reason
     assert_one_line(decision)
-    assert_decided_by(decision, "iqr")
+    assert_decided_by(decision, "spread")
 
 
 def test_quarantine_outranks_a_median_below_threshold() -> None:
@@ -304,7 +305,7 @@ def test_pass_when_wilson_lower_bound_reaches_min_pass_rate() -> None:
 
 
 def test_a_perfect_seven_of_seven_cannot_prove_a_ninety_percent_pass_rate() -> None:
-    decision = decide(make_spec(k=7, min_pass_rate=0.9), binary(7, 0))
+    decision = decide(make_spec(k=7, min_pass_rate=0.9, adaptive=False), binary(7, 0))
 
     assert decision.status is Status.FAIL
     assert "0.646" in decision.reason
@@ -313,8 +314,9 @@ def test_a_perfect_seven_of_seven_cannot_prove_a_ninety_percent_pass_rate() -> N
 def test_the_eval_confidence_sets_the_wilson_bound() -> None:
     records = binary(27, 3)
 
-    assert decide(make_spec(min_pass_rate=0.75, confidence=0.9), records).status is Status.PASS
-    assert decide(make_spec(min_pass_rate=0.75, confidence=0.95), records).status is Status.FAIL
+    fixed = {"min_pass_rate": 0.75, "adaptive": False}
+    assert decide(make_spec(confidence=0.9, **fixed), records).status is Status.PASS
+    assert decide(make_spec(confidence=0.95, **fixed), records).status is Status.FAIL
 
 
 def test_passed_overrides_the_score_in_the_pass_rate() -> None:
@@ -415,16 +417,17 @@ def test_pass_otherwise_with_the_numbers_in_the_reason() -> None:
     assert decision.status is Status.PASS
     assert decision.reason == "median 0.92 >= threshold 0.8 (iqr 0.01, k=7)"
     # Pins the checklist and its order: the rules run in the contract's order (§4).
-    assert check_names(decision) == ["errors", "violations", "iqr", "collapse fence", "median"]
+    assert check_names(decision) == ["errors", "violations", "spread", "collapse fence", "median"]
     assert all(check.ok for check in decision.checks)
 
 
 def test_checks_show_actual_against_allowed() -> None:
     decision = decide(make_spec(flakiness=0.03), trials(SCATTERED))
 
-    iqr_check = check_named(decision.checks, "iqr")
-    assert iqr_check.actual == "0.3" and iqr_check.allowed == "<= 0.03"
-    assert format_check(iqr_check) == "FAIL iqr 0.3 > 0.03"
+    spread = check_named(decision.checks, "spread")
+    assert spread.actual.startswith("sd 0.18, p ") and spread.allowed == ">= 0.0125"
+    assert format_check(spread).startswith("FAIL spread sd 0.18, p ")
+    assert format_check(spread).endswith(" < 0.0125")
 
 
 @pytest.mark.parametrize(
@@ -519,7 +522,7 @@ def test_max_errors_still_decides_first() -> None:
 @pytest.mark.parametrize(
     ("scores", "overrides", "expected"),
     [
-        (SCATTERED[1:], {}, "iqr 0.262 > flakiness 0.03 (median 0.775, 6 of 7 scored)"),
+        (SCATTERED[1:], {}, "(median 0.775, iqr 0.262, 6 of 7 scored)"),
         (COLLAPSED[1:], {}, "(median 0.92, iqr 0, 6 of 7 scored)"),
         ([0.6] * 6, {"threshold": 0.85}, "median 0.6 < threshold 0.85 (iqr 0, 6 of 7 scored)"),
     ],
@@ -703,7 +706,7 @@ def with_items(records: list[TrialRecord], index: int, items: dict[str, float]) 
         ),
     ],
 )
-def test_evals_whose_items_are_not_an_accuracy_keep_the_iqr_rule(
+def test_evals_whose_items_are_not_an_accuracy_keep_the_spread_rule(
     spoil: Callable[[list[TrialRecord]], None],
 ) -> None:
     records = item_trials(HONEST)
@@ -711,7 +714,7 @@ def test_evals_whose_items_are_not_an_accuracy_keep_the_iqr_rule(
 
     decision = decide(make_spec(), records)
 
-    assert "iqr" in check_names(decision) and "item variance" not in check_names(decision)
+    assert "spread" in check_names(decision) and "item variance" not in check_names(decision)
     assert decision.stats.item_test is None
 
 
@@ -730,12 +733,12 @@ def test_continuous_item_scores_over_the_same_ids_get_the_anova_not_the_iqr_rule
     assert decision.stats.item_test == "two-way ANOVA"
 
 
-def test_continuous_item_scores_over_different_ids_keep_the_iqr_rule() -> None:
+def test_continuous_item_scores_over_different_ids_keep_the_spread_rule() -> None:
     records = [trial(0.7, index=j, items={f"case-{j}": 0.6, "b": 0.8}) for j in range(7)]
 
     decision = decide(make_spec(threshold=0.5), records)
 
-    assert check_names(decision) == ["errors", "violations", "iqr", "collapse fence", "median"]
+    assert check_names(decision) == ["errors", "violations", "spread", "collapse fence", "median"]
 
 
 def test_items_that_mean_their_score_within_float_slack_count_as_an_accuracy() -> None:

@@ -37,7 +37,7 @@ COMMANDS = {
 }
 
 SUMMARIES = {
-    "calibrate": "Suggest `flakiness` per eval and overall: the P80 of the IQRs seen in history.",
+    "calibrate": "Suggest `flakiness` per eval and overall from each eval's within-run spread.",
     "gate": "Decide the evals probed in PARTS (from `firewall probe --out`), as `run` would.",
     "history": "Maintain the append-only history file.",
     "init": "Scaffold firewall.toml, evals/example_eval.py and two GitHub workflows at the "

@@ -18,12 +18,15 @@ from firewall.report.calibrate import MIN_POINTS, render_calibration
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="The suggestions as JSON.")
 def calibrate_command(config_path: Path | None, as_json: bool) -> None:
-    """Suggest `flakiness` per eval and overall: the P80 of the IQRs seen in history.
+    """Suggest `flakiness` per eval and overall from each eval's within-run spread.
 
-    Each suggestion shows the share of past probes it would have quarantined,
-    next to the share at the current setting, so the cost of the choice is
-    visible. Needs at least 10 probes per suggestion. Prints a snippet to
-    copy; the config is never rewritten.
+    Per eval: the flakiness at which an eval as steady as its runs have been
+    (their sd, pooled, at its 95% upper bound) is quarantined in 1% of probes
+    by the spread test; overall, the median of those. Each suggestion shows
+    the share of past probes it would have quarantined, next to the share at
+    the current setting, so the cost of the choice is visible. Needs at least
+    10 probes per suggestion. Prints a snippet to copy; the config is never
+    rewritten.
     """
     ctx = context.load(config_path)
     result = calibration(ctx)

@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from firewall import output
+from firewall.adaptive import power_notes
 from firewall.cli.common import config_option, format_option, selection_options
 from firewall.fingerprint import unknowable
 from firewall.pipeline import context, suites
 from firewall.runner.python import sync_fanout
-from firewall.spec import EvalSpec, power_notes, warnings_for
+from firewall.spec import EvalSpec, warnings_for
 from firewall.text import columns, number
 
 

@@ -88,7 +88,7 @@ def test_unstable_eval_is_quarantined_then_skipped(project: Path) -> None:
     entry = registry["evals"]["wobbly"]
     assert registry["schema_version"] == 1
     assert entry["source"] == "auto" and entry["k"] == 5 and entry["stable_streak"] == 0
-    assert entry["iqr"] > 0.03 and entry["reason"].startswith("iqr ")
+    assert entry["iqr"] > 0.03 and entry["reason"].startswith("spread beyond flakiness 0.03")
     text = (project / "quarantine.json").read_text()
     assert text.endswith("}\n") and text == json.dumps(registry, indent=2, sort_keys=True) + "\n"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.stats
 from click.testing import CliRunner
 
 from firewall.cli import main
@@ -33,6 +34,7 @@ def row(
     status: str = "pass",
     mode: str = "run",
     drift: dict[str, float] | None = None,
+    sd: float | None = None,
 ) -> HistoryRow:
     return HistoryRow(
         eval_id=eval_id,
@@ -42,6 +44,8 @@ def row(
         k=7,
         median=median,
         iqr=iqr,
+        sd=sd,
+        n=7 if sd is not None else 0,
         drift=drift or {},
         build_ts=to_text(AT - dt.timedelta(days=days_ago)),
     )
@@ -139,55 +143,52 @@ def test_sparkline_keeps_the_last_width_values() -> None:
     assert sparkline([0.0] * 10 + [1.0] * 4, width=5) == "▁████"
 
 
-def test_calibrate_suggests_the_p80_and_its_cost() -> None:
-    iqrs = [i / 100 for i in range(20)]  # 0.00 .. 0.19
-    rows = [row("tone", f"r{i}", days_ago=i, iqr=v) for i, v in enumerate(iqrs)]
-    rows += [row("young", "r0", days_ago=0, iqr=0.5)]
-    result = calibrate(rows, {"tone": 0.03}, 0.03)
+def test_calibrate_suggests_from_the_within_run_sd_and_its_cost() -> None:
+    sds = [0.008, 0.01, 0.012, 0.01] * 5
+    rows = [row("tone", f"r{i}", days_ago=i, sd=v) for i, v in enumerate(sds)]
+    rows += [row("young", "r0", days_ago=0, sd=0.5)]
+    result = calibrate(rows, {"tone": 0.008}, 0.03)
     tone = next(s for s in result.evals if s.eval_id == "tone")
-    assert tone.eval_id == "tone" and tone.points == 20
-    assert tone.flakiness == pytest.approx(float(np.percentile(iqrs, 80)))
-    assert tone.quarantined_share == pytest.approx(4 / 20)  # 0.16 .. 0.19 exceed 0.152
-    assert tone.current_share == pytest.approx(16 / 20)  # 0.04 .. 0.19 exceed 0.03
+    assert tone.eval_id == "tone" and tone.points == 20 and tone.trials == 7
+    pooled = float(np.sqrt(np.mean(np.square(sds))))  # every run has 6 degrees of freedom
+    high = pooled * np.sqrt(120 / scipy.stats.chi2.ppf(0.05, 120))
+    ratio = scipy.stats.chi2.isf(0.01, 6) / scipy.stats.chi2.isf(0.05, 6)
+    assert tone.sd == pytest.approx(pooled) and tone.sd_high == pytest.approx(high)
+    expected = round(2 * scipy.stats.norm.ppf(0.75) * high * np.sqrt(ratio), 4)
+    assert tone.flakiness == pytest.approx(expected)
+    assert tone.quarantined_share == 0.0
+    sd_f = 0.008 / (2 * scipy.stats.norm.ppf(0.75))
+    flagged = [scipy.stats.chi2.sf(6 * v**2 / sd_f**2, 6) < 0.05 for v in sds]
+    assert 0 < tone.current_share == pytest.approx(np.mean(flagged))
     young = next(s for s in result.evals if s.eval_id == "young")
     assert young.flakiness is None and young.points == 1
     assert result.overall.points == 21
 
 
 def test_a_few_wild_evals_do_not_pull_the_global_suggestion_up() -> None:
-    calm = [
-        row(f"calm-{e}", f"r{i}", days_ago=i, iqr=0.01 + 0.001 * i)
-        for e in range(3)
-        for i in range(12)
-    ]
-    wild = [
-        row(f"wild-{e}", f"r{i}", days_ago=i, iqr=0.2 + 0.01 * i)
-        for e in range(2)
-        for i in range(12)
-    ]
+    calm = [row(f"calm-{e}", f"r{i}", days_ago=i, sd=0.01) for e in range(3) for i in range(12)]
+    wild = [row(f"wild-{e}", f"r{i}", days_ago=i, sd=0.2) for e in range(2) for i in range(12)]
     result = calibrate(calm + wild, {}, 0.03)
-    pooled = float(np.percentile([r.iqr for r in calm + wild], 80))
-    assert pooled > 0.1  # what the P80 of every probe together would have said
-    assert result.overall.flakiness == pytest.approx(
-        np.percentile([0.01 + 0.001 * i for i in range(12)], 80), abs=1e-4
-    )
+    own = {s.eval_id: s.flakiness for s in result.evals}
+    assert own["wild-0"] is not None and own["wild-0"] > 0.2
+    assert result.overall.flakiness == own["calm-0"]
 
 
 def test_calibrate_never_suggests_a_flakiness_of_zero() -> None:
-    rows = [row("exact", f"r{i}", days_ago=i, iqr=0.0) for i in range(12)]
+    rows = [row("exact", f"r{i}", days_ago=i, iqr=0.0, sd=0.0) for i in range(12)]
     result = calibrate(rows, {}, 0.03)
     assert result.evals[0].flakiness == 0.01 and result.overall.flakiness == 0.01
 
 
-def test_the_snippet_is_commented_out_and_says_what_the_p80_means(project: Path) -> None:
+def test_the_snippet_is_commented_out_and_says_what_the_suggestion_means(project: Path) -> None:
     (project / "firewall.toml").write_text('[[evals]]\nid = "tone"\ncommand = "true"\n')
-    write_history(project, [row("tone", f"r{i}", days_ago=0, iqr=i / 100) for i in range(12)])
+    write_history(project, [row("tone", f"r{i}", days_ago=0, sd=0.01) for i in range(12)])
     snippet = CliRunner().invoke(main, ["calibrate"]).output
-    assert "80% of its past probes stayed within" in snippet
+    assert "is quarantined in 1% of probes by the spread test at 5%" in snippet
     assert all(line.startswith("#") for line in snippet.splitlines() if line.strip())
 
 
-def test_calibrate_ignores_rows_without_an_iqr() -> None:
+def test_calibrate_ignores_rows_without_a_spread() -> None:
     rows = [row("tone", "r", days_ago=0, iqr=None)] * 30
     assert calibrate(rows, {}, 0.03).overall.points == 0
 
@@ -202,7 +203,10 @@ def test_status_and_calibrate_commands(project: Path) -> None:
     (project / "firewall.toml").write_text('[[evals]]\nid = "tone"\ncommand = "true"\n')
     recent = now()
     rows = [
-        dataclasses.replace(row("tone", f"r{i}", days_ago=0, iqr=i / 100), build_ts=to_text(recent))
+        dataclasses.replace(
+            row("tone", f"r{i}", days_ago=0, iqr=i / 100, sd=0.005 + i / 400),
+            build_ts=to_text(recent),
+        )
         for i in range(12)
     ]
     write_history(project, rows)
@@ -216,8 +220,9 @@ def test_status_and_calibrate_commands(project: Path) -> None:
     data = json.loads(runner.invoke(main, ["status", "--json"]).output)
     assert data["quarantined"][0]["id"] == "tone" and len(data["quarantined"][0]["trend"]) == 12
     snippet = runner.invoke(main, ["calibrate"]).output
-    assert "flakiness = 0.088" in snippet and "12 probes" in snippet
-    assert "would have quarantined 25%" in snippet  # 0.09, 0.10, 0.11 of 12
+    [tone] = calibrate(rows, {"tone": 0.03}, 0.03).evals
+    assert f"flakiness = {tone.flakiness:g}" in snippet and "12 probes of 7" in snippet
+    assert f"would have quarantined {tone.quarantined_share:.0%}" in snippet
     assert (
         json.loads(runner.invoke(main, ["calibrate", "--json"]).output)["overall"]["points"] == 12
     )
