@@ -490,11 +490,11 @@ def fence_rates(trial: Trial, probes: int, seed: int) -> dict[int, float]:
     """How often the collapse fence fires on probes of K trials (fixed), for K = 7, 15, 30."""
     rng = random.Random(seed)
     population = Population("fence", True, trial)
-    rates = {}
+    rates: dict[int, float] = {}
     for k in (7, 15, 30):
         spec = spec_for(population, k=k).model_copy(update={"max_k": max(k, 15)})
-        rates[k] = sum(fenced(decide(spec, probe(population, rng, k))) for _ in range(probes))
-        rates[k] /= probes
+        fired = sum(fenced(decide(spec, probe(population, rng, k))) for _ in range(probes))
+        rates[k] = fired / probes
     return rates
 
 
@@ -519,8 +519,8 @@ def print_spread(probes: int) -> None:
             ("normal, sd 0.02", gaussian(0.85, 0.02)),
         )
     ):
-        r = fence_rates(trial, probes * 2, seed=20261701 + number)
-        print(f"| {name} | " + " | ".join(mc(r[k], probes * 2) for k in (7, 15, 30)) + " |")
+        fired = fence_rates(trial, probes * 2, seed=20261701 + number)
+        print(f"| {name} | " + " | ".join(mc(fired[k], probes * 2) for k in (7, 15, 30)) + " |")
 
 
 # --- items in groups (issue 23, item 3) ----------------------------------------------------
