@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -32,64 +33,67 @@ def list_evals(
     Says how each suite's cases are known, replayed and seeded.
     """
     project = context.load(config_path, ids, tags)
-    notes = {spec.id: warnings_for(spec) + suites.warnings(spec) for spec in project.specs}
+    specs = project.specs
+    notes = {spec.id: warnings_for(spec) + suites.warnings(spec) for spec in specs}
     if fmt == "json":
-        document = [
-            {
-                **spec.model_dump(mode="json"),
-                "warnings": notes[spec.id],
-                "power": power_notes(spec),
-                "suite": suites.notes(spec),
-                "always_probed": unknowable(spec),
-            }
-            for spec in project.specs
-        ]
-        output.echo_json(json.dumps(document, indent=2))
+        output.echo_json(json.dumps([_document(spec, notes[spec.id]) for spec in specs], indent=2))
         return
-    if not project.specs:
+    if not specs:
         output.echo("no evals found: add [[evals]] to the config, or `paths` with @firewall.eval")
         return
-    header = ("EVAL", "KIND", "K", "THRESHOLD", "FLAKINESS", "TIMEOUT", "GATE", "TAGS", "SOURCE")
-    rows = [
-        (
-            spec.id,
-            _kind(spec),
-            str(spec.k),
-            number(spec.threshold),
-            number(spec.flakiness),
-            f"{spec.timeout:g}s",
-            ("blocking" if spec.blocking else "non-blocking")
-            + (f", pass rate >= {number(spec.min_pass_rate)}" if spec.min_pass_rate else ""),
-            ",".join(spec.tags) or "-",
-            str(spec.source),
-        )
-        for spec in project.specs
-    ]
-    output.echo("\n".join(columns([header, *rows])))
-    for spec in project.specs:
+    output.echo("\n".join(columns([_HEADER, *(_row(spec) for spec in specs)])))
+    for spec in specs:
         for note in notes[spec.id]:
             output.warn(f"{spec.id} ({spec.source}): {note}")
-    fanout = sync_fanout(project.specs, project.config.settings.concurrency)
+    fanout = sync_fanout(specs, project.config.settings.concurrency)
     if fanout is not None:
         output.warn(fanout)
+    power = [(spec.id, note) for spec in specs for note in power_notes(spec)]
+    _notes("what each gate can do at its k:", power)
+    if always := [(spec.id, why) for spec in specs if (why := unknowable(spec))]:
+        _notes("probed on every pull request, never carried from the default branch:", always)
+    if described := [(spec.id, note) for spec in specs for note in suites.notes(spec)]:
+        _notes("how each suite's cases are known:", described)
+
+
+def _document(spec: EvalSpec, warnings: list[str]) -> dict[str, object]:
+    """An eval as `--format json` lists it: its settings and what the table's notes say."""
+    return {
+        **spec.model_dump(mode="json"),
+        "warnings": warnings,
+        "power": power_notes(spec),
+        "suite": suites.notes(spec),
+        "always_probed": unknowable(spec),
+    }
+
+
+_HEADER = ("EVAL", "KIND", "K", "THRESHOLD", "FLAKINESS", "TIMEOUT", "GATE", "TAGS", "SOURCE")
+
+
+def _row(spec: EvalSpec) -> tuple[str, ...]:
+    """An eval's line of the table, under ``_HEADER``."""
+    gate = "blocking" if spec.blocking else "non-blocking"
+    if spec.min_pass_rate:
+        gate += f", pass rate >= {number(spec.min_pass_rate)}"
+    return (
+        spec.id,
+        _kind(spec),
+        str(spec.k),
+        number(spec.threshold),
+        number(spec.flakiness),
+        f"{spec.timeout:g}s",
+        gate,
+        ",".join(spec.tags) or "-",
+        str(spec.source),
+    )
+
+
+def _notes(title: str, notes: Sequence[tuple[str, str]]) -> None:
+    """A titled block of notes after the table, one an eval and line."""
     output.echo("")
-    output.echo("what each gate can do at its k:")
-    for spec in project.specs:
-        for note in power_notes(spec):
-            output.echo(f"  {spec.id}: {note}")
-    always = [(spec.id, unknowable(spec)) for spec in project.specs if unknowable(spec)]
-    if always:
-        output.echo("")
-        output.echo("probed on every pull request, never carried from the default branch:")
-        for eval_id, why in always:
-            output.echo(f"  {eval_id}: {why}")
-    described = [(spec.id, suites.notes(spec)) for spec in project.specs if suites.notes(spec)]
-    if described:
-        output.echo("")
-        output.echo("how each suite's cases are known:")
-        for eval_id, lines in described:
-            for note in lines:
-                output.echo(f"  {eval_id}: {note}")
+    output.echo(title)
+    for eval_id, note in notes:
+        output.echo(f"  {eval_id}: {note}")
 
 
 def _kind(spec: EvalSpec) -> str:

@@ -364,12 +364,7 @@ def against_default_branch(
     if not opted or base is None or ctx.checkout.on_default_branch:
         return artefact, {}
     again = None if earlier is None else {i for i, j in earlier.items() if j.more_trials}
-    compared = (Status.PASS, Status.FAIL, Status.QUARANTINE)
-    probed = {
-        r.id: r
-        for r in artefact.evals
-        if r.id in opted and r.status in compared and r.trials and (again is None or r.id in again)
-    }
+    probed = _comparable(artefact, opted, again)
     baselines, statuses = _baselines(ctx, base, set(probed))
     comparisons = {
         eval_id: compare(_run_mean(report), baselines[eval_id][-BASELINE_RUNS:], opted[eval_id])
@@ -384,6 +379,31 @@ def against_default_branch(
     }
     if again is not None:  # a second look is the last: nothing more is marked for trials
         judgements = {i: dataclasses.replace(j, more_trials=False) for i, j in judgements.items()}
+    return _with_verdicts(artefact, judgements, opted, statuses, base), judgements
+
+
+def _comparable(
+    artefact: Artefact, opted: Mapping[str, float], again: set[str] | None
+) -> dict[str, EvalReport]:
+    """The opted-in evals this look compares, by id: decided, with trials, and on a
+    second look only those the first marked for more trials."""
+    compared = (Status.PASS, Status.FAIL, Status.QUARANTINE)
+    return {
+        r.id: r
+        for r in artefact.evals
+        if r.id in opted and r.status in compared and r.trials and (again is None or r.id in again)
+    }
+
+
+def _with_verdicts(
+    artefact: Artefact,
+    judgements: Mapping[str, Judgement],
+    opted: Mapping[str, float],
+    statuses: Mapping[str, list[str]],
+    base: str,
+) -> Artefact:
+    """The artefact with each judged eval's report given its verdict against the default
+    branch, and the summary made again."""
     reports = [
         verdict.against_default_branch(
             report,
@@ -396,10 +416,9 @@ def against_default_branch(
         else report
         for report in artefact.evals
     ]
-    updated = artefact.model_copy(
+    return artefact.model_copy(
         update={"evals": reports, "summary": verdict.summarise(reports, artefact.run.complete)}
     )
-    return updated, judgements
 
 
 STABLE_RUNS = 5  # the default branch's last runs that must all be stable for "stable there"

@@ -83,46 +83,12 @@ def gated(
     run would: an eval that would not be carried was probed by no one, and the gate
     refuses it (with ``allow_partial``: leaves it undecided, and says so).
     """
-    env = ctx.env
-    ours = env_digests([*(s for p in parts for s in p.specs), *carried], env)
-    unlike = {name for part in parts for name, value in part.env.items() if ours.get(name) != value}
-    for name in sorted(unlike):
-        ctx.notice(
-            f"${name} differs between the probe's jobs and this gate's: the evals naming it "
-            "in `env` get no fingerprint and are not carried; set it alike in every job"
-        )
-    head = ctx.git.sha
-    reads: Reads = {}
-    stampable: list[EvalSpec] = []
-    for part in parts:
-        if head is not None and part.git_sha != head:
-            continue  # --allow-stale: this checkout's files are not the ones it read
-        for target, files in part.reads.items():
-            reads.setdefault(target, set()).update(files)
-        stampable += [spec for spec in part.specs if not unlike & set(spec.env)]
-    evals = stamp(artefact.evals, stampable, reads, ctx.cwd, env)
-    artefact = artefact.model_copy(update={"evals": evals})
+    unlike = _differing_env(ctx, parts, carried)
+    artefact = _fingerprinted(ctx, artefact, parts, unlike)
     if all(part.carried is None for part in parts):
         return artefact
     probed = [spec for part in parts for spec in part.specs]
-    branch = ctx.checkout.default_branch
-    refused: dict[str, str] = {}
-    choice = Choice(branch=branch or "", carried={}, why={})
-    if branch is None:
-        refused = {spec.id: "the default branch is not known here" for spec in carried}
-    else:
-        since = ctx.clock() - dt.timedelta(days=ctx.settings.affected.max_age_days)
-        ids = [spec.id for spec in [*carried, *probed]]
-        latest = latest_probes(ctx.history, ids, branch=branch, since=since)
-        max_age = ctx.settings.affected.max_age_days
-        choice = choose(
-            [*carried, *probed], latest, branch=branch, max_age_days=max_age, root=ctx.cwd, env=env
-        )
-        for spec in carried:
-            if spec.id in choice.why:
-                refused[spec.id] = choice.why[spec.id]
-            elif unlike & set(spec.env):
-                refused[spec.id] = "a variable in its `env` differs between the jobs"
+    choice, refused = _carried_again(ctx, carried, probed, unlike)
     said = [
         f"eval {eval_id!r} was carried by its probe, but here it would be probed: {why}"
         for eval_id, why in refused.items()
@@ -142,3 +108,60 @@ def gated(
         run = artefact.run.model_copy(update={"partial": [*artefact.run.partial, *said]})
         artefact = artefact.model_copy(update={"run": run})
     return merge(artefact, mine, carried_reports(ctx, mine, kept))
+
+
+def _differing_env(ctx: Context, parts: Sequence[Probed], carried: Sequence[EvalSpec]) -> set[str]:
+    """The variables of the evals' ``env`` whose digest differs between a part's job and
+    this gate's, each said."""
+    ours = env_digests([*(s for p in parts for s in p.specs), *carried], ctx.env)
+    unlike = {name for part in parts for name, value in part.env.items() if ours.get(name) != value}
+    for name in sorted(unlike):
+        ctx.notice(
+            f"${name} differs between the probe's jobs and this gate's: the evals naming it "
+            "in `env` get no fingerprint and are not carried; set it alike in every job"
+        )
+    return unlike
+
+
+def _fingerprinted(
+    ctx: Context, artefact: Artefact, parts: Sequence[Probed], unlike: set[str]
+) -> Artefact:
+    """The artefact's evals fingerprinted from this checkout's content of the files the
+    parts' workers read: only parts probed on this commit, only evals naming no variable
+    that differs between the jobs."""
+    head = ctx.git.sha
+    reads: Reads = {}
+    stampable: list[EvalSpec] = []
+    for part in parts:
+        if head is not None and part.git_sha != head:
+            continue  # --allow-stale: this checkout's files are not the ones it read
+        for target, files in part.reads.items():
+            reads.setdefault(target, set()).update(files)
+        stampable += [spec for spec in part.specs if not unlike & set(spec.env)]
+    evals = stamp(artefact.evals, stampable, reads, ctx.cwd, ctx.env)
+    return artefact.model_copy(update={"evals": evals})
+
+
+def _carried_again(
+    ctx: Context, carried: Sequence[EvalSpec], probed: Sequence[EvalSpec], unlike: set[str]
+) -> tuple[Choice, dict[str, str]]:
+    """What a run here would carry, decided on the history and this checkout, and why each
+    eval a part says it carried would not be (by eval)."""
+    branch = ctx.checkout.default_branch
+    if branch is None:
+        unknown = {spec.id: "the default branch is not known here" for spec in carried}
+        return Choice(branch="", carried={}, why={}), unknown
+    max_age = ctx.settings.affected.max_age_days
+    since = ctx.clock() - dt.timedelta(days=max_age)
+    ids = [spec.id for spec in [*carried, *probed]]
+    latest = latest_probes(ctx.history, ids, branch=branch, since=since)
+    choice = choose(
+        [*carried, *probed], latest, branch=branch, max_age_days=max_age, root=ctx.cwd, env=ctx.env
+    )
+    refused: dict[str, str] = {}
+    for spec in carried:
+        if spec.id in choice.why:
+            refused[spec.id] = choice.why[spec.id]
+        elif unlike & set(spec.env):
+            refused[spec.id] = "a variable in its `env` differs between the jobs"
+    return choice, refused

@@ -106,16 +106,34 @@ class GitState:
         listing = [
             (blob, name) for blob, name in self._listing(tip) if (_file_day(name) or "") >= day
         ]
+        by_eval = self._runs_by_eval(tip, listing, eval_ids, since=since, ref=ref, last=last)
+        wanted = set(by_eval if eval_ids is None else eval_ids)
+        short = wanted if last is None else {e for e in wanted if len(by_eval.get(e, ())) < last}
+        if short and ref is None:  # a rolled-up week is of no ref: it never answers one
+            weeks = [(blob, name) for blob, name in listing if name.startswith("rollup/")]
+            self._add_weeks(by_eval, weeks, None if eval_ids is None else short)
+        return _chosen(by_eval, eval_ids, since=since, ref=ref, last=last)
+
+    def _runs_by_eval(
+        self,
+        tip: str,
+        listing: Sequence[tuple[str, str]],
+        eval_ids: Collection[str] | None,
+        *,
+        since: str | None,
+        ref: str | None,
+        last: int | None,
+    ) -> dict[str, list[HistoryRow]]:
+        """Each eval's rows of ``recent.jsonl``, and of the run files in ``listing`` that it
+        does not hold yet (an older firewall's)."""
         text = self._recent_text(tip)
-        known = recent_run_ids(text)
         skipped: list[str] = []
         found = recent_rows(
             text, eval_ids=eval_ids, since=since, ref=ref, last=last, skipped=skipped.append
         )
         self._said_of(RECENT, skipped)
-        by_eval: dict[str, list[HistoryRow]] = defaultdict(list)
-        for eval_id, rows in found.items():
-            by_eval[eval_id].extend(rows)
+        by_eval: dict[str, list[HistoryRow]] = defaultdict(list, found)
+        known = recent_run_ids(text)
         older = [
             (blob, name)
             for blob, name in listing
@@ -123,30 +141,19 @@ class GitState:
         ]
         for row in self._rows_of(older):
             by_eval[row.eval_id].append(row)
-        wanted = set(by_eval if eval_ids is None else eval_ids)
-        short = wanted if last is None else {e for e in wanted if len(by_eval.get(e, ())) < last}
-        if short and ref is None:  # a rolled-up week is of no ref: it never answers one
-            weeks = [(blob, name) for blob, name in listing if name.startswith("rollup/")]
-            if eval_ids is None:
-                for row in self._rows_of(weeks):
-                    by_eval[row.eval_id].append(row)
-            else:
-                for row in self._week_rows(weeks, short):
-                    by_eval[row.eval_id].append(row)
-        rows = []
-        for eval_id, kept in by_eval.items():
-            chosen = sorted(
-                (
-                    row
-                    for row in kept
-                    if (since is None or row.build_ts >= since)
-                    and (ref is None or row.git_ref == ref)
-                    and (eval_ids is None or eval_id in eval_ids)
-                ),
-                key=lambda row: row.build_ts,
-            )
-            rows += chosen[-last:] if last is not None else chosen
-        return sorted(rows, key=lambda row: row.build_ts)
+        return by_eval
+
+    def _add_weeks(
+        self,
+        by_eval: dict[str, list[HistoryRow]],
+        weeks: Sequence[tuple[str, str]],
+        eval_ids: Collection[str] | None,
+    ) -> None:
+        """The rollup weeks' rows added to ``by_eval``: every eval's, or with ``eval_ids``
+        only theirs (the other lines passed over unparsed)."""
+        rows = self._rows_of(weeks) if eval_ids is None else self._week_rows(weeks, eval_ids)
+        for row in rows:
+            by_eval[row.eval_id].append(row)
 
     def medians(
         self, since: str, eval_ids: Collection[str], *, last: int
@@ -441,6 +448,32 @@ class GitState:
         self, *args: str, stdin: str | None = None, extra_env: Mapping[str, str] | None = None
     ) -> str:
         return self._g.out(*args, stdin=stdin, extra_env=extra_env)
+
+
+def _chosen(
+    by_eval: Mapping[str, list[HistoryRow]],
+    eval_ids: Collection[str] | None,
+    *,
+    since: str | None,
+    ref: str | None,
+    last: int | None,
+) -> list[HistoryRow]:
+    """The wanted evals' rows built at ``since`` or later, of runs on ``ref``, each eval's
+    newest ``last``; all of them oldest first."""
+    rows = []
+    for eval_id, kept in by_eval.items():
+        if eval_ids is not None and eval_id not in eval_ids:
+            continue
+        chosen = sorted(
+            (
+                row
+                for row in kept
+                if (since is None or row.build_ts >= since) and (ref is None or row.git_ref == ref)
+            ),
+            key=lambda row: row.build_ts,
+        )
+        rows += chosen[-last:] if last is not None else chosen
+    return sorted(rows, key=lambda row: row.build_ts)
 
 
 def _run_day(name: str) -> str | None:

@@ -338,19 +338,9 @@ class LocalHistory:
         skipped = 0
         with handle:
             for lines in _blocks_backwards(handle, chunk):
-                rows: list[HistoryRow] = []
-                for index, line in enumerate(lines):
-                    if line is not None and wanted is not None and _other_eval(line, wanted):
-                        continue
-                    row = None if line is None else _parse(line)
-                    if row is None:
-                        tail = not blocks and index == len(lines) - 1
-                        skipped += not tail and (line is None or bool(line.strip()))
-                    elif row.build_ts >= start and (
-                        wanted is None or row.eval_id.encode() in wanted
-                    ):
-                        rows.append(row)
+                rows, unread = _rows_since(lines, start, wanted, last_block=not blocks)
                 blocks.append(rows)
+                skipped += unread
                 if _begins_before(lines, stop):
                     break
         self._skipped(skipped)
@@ -470,6 +460,26 @@ def _blocks_backwards(handle: BinaryIO, chunk: int) -> Iterator[list[bytes | Non
         if dropped:
             lines[-1] = None
         yield lines
+
+
+def _rows_since(
+    lines: Sequence[bytes | None], start: str, wanted: set[bytes] | None, *, last_block: bool
+) -> tuple[list[HistoryRow], int]:
+    """A block's rows built at ``start`` or later (of the ``wanted`` evals, the others
+    passed over unparsed), and how many of its lines are not rows. The file's last
+    line is not counted: it may be a row still being written."""
+    rows: list[HistoryRow] = []
+    unread = 0
+    for index, line in enumerate(lines):
+        if line is not None and wanted is not None and _other_eval(line, wanted):
+            continue
+        row = None if line is None else _parse(line)
+        if row is None:
+            tail = last_block and index == len(lines) - 1
+            unread += not tail and (line is None or bool(line.strip()))
+        elif row.build_ts >= start and (wanted is None or row.eval_id.encode() in wanted):
+            rows.append(row)
+    return rows, unread
 
 
 def _begins_before(lines: Sequence[bytes | None], stop: str) -> bool:

@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from firewall.constants import RECENT_RUNS
@@ -278,31 +278,58 @@ def recent_rows(
     strings: dict[str, str] = {}  # one object per status: a year of rows holds four
     found: dict[str, list[HistoryRow]] = {}
     for line in lines[1:]:
-        if wanted is not None and (named := _line_eval(line)) is not None and named not in wanted:
+        if (read := _wanted_line(line, wanted, skipped)) is None:
             continue
-        data = _document(line, skipped)
-        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
-            continue
-        if wanted is not None and eval_id not in wanted:
-            continue
-        rows: list[HistoryRow] = []
-        for document in _entries_newest_first(data):
-            run = runs.get(str(document.get("run_id", "")))
-            if run is None:
-                continue
-            if since is not None and run.get("build_ts", "") < since:
-                break
-            if ref is not None and run.get("git_ref") != ref:
-                continue
-            if isinstance(status := document.get("status"), str):
-                document["status"] = strings.setdefault(status, status)
-            row = _row({**document, **run, "eval_id": eval_id}, skipped)
-            if row is not None:
-                rows.append(row)
-                if last is not None and len(rows) >= last:
-                    break
+        eval_id, data = read
+        rows = _newest_rows(eval_id, data, runs, since, ref, last, strings, skipped)
         found.setdefault(eval_id, rows[::-1])
     return found
+
+
+def _wanted_line(
+    line: str, wanted: set[str] | None, skipped: Callable[[str], None] | None
+) -> tuple[str, dict[str, Any]] | None:
+    """The eval of a line of ``recent.jsonl`` and its columns, or None when the line is of an
+    eval not ``wanted`` (passed over by its first bytes, unparsed) or cannot be read."""
+    if wanted is not None and (named := _line_eval(line)) is not None and named not in wanted:
+        return None
+    data = _document(line, skipped)
+    if data is None or not isinstance(eval_id := data.get("eval_id"), str):
+        return None
+    if wanted is not None and eval_id not in wanted:
+        return None
+    return eval_id, data
+
+
+def _newest_rows(
+    eval_id: str,
+    data: dict[str, Any],
+    runs: dict[str, dict[str, Any]],
+    since: str | None,
+    ref: str | None,
+    last: int | None,
+    strings: dict[str, str],
+    skipped: Callable[[str], None] | None,
+) -> list[HistoryRow]:
+    """One eval's rows of its line, the newest first: built at ``since`` or later, of runs
+    on ``ref``, the newest ``last``. Entries are built only as far back as they are read."""
+    rows: list[HistoryRow] = []
+    for document in _entries_newest_first(data):
+        run = runs.get(str(document.get("run_id", "")))
+        if run is None:
+            continue
+        if since is not None and run.get("build_ts", "") < since:
+            break
+        if ref is not None and run.get("git_ref") != ref:
+            continue
+        if isinstance(status := document.get("status"), str):
+            document["status"] = strings.setdefault(status, status)
+        row = _row({**document, **run, "eval_id": eval_id}, skipped)
+        if row is not None:
+            rows.append(row)
+            if last is not None and len(rows) >= last:
+                break
+    return rows
 
 
 def recent_medians(
@@ -322,13 +349,9 @@ def recent_medians(
     wanted = set(eval_ids)
     found: dict[str, list[float | None]] = {}
     for line in lines:
-        if (named := _line_eval(line)) is not None and named not in wanted:
+        if (read := _wanted_line(line, wanted, skipped)) is None or read[0] in found:
             continue
-        data = _document(line, skipped)
-        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
-            continue
-        if eval_id not in wanted or eval_id in found:
-            continue
+        eval_id, data = read
         ids, medians = data.get("run_id"), data.get("median")
         if not isinstance(ids, list):
             found[eval_id] = []
@@ -369,6 +392,9 @@ def recent_run_ids(text: str) -> set[str]:
     return set(_runs_of(lines[0], None))
 
 
+_Folded = tuple[str, list[str], list[HistoryRow]]  # an eval's line, the runs it names, the fallen
+
+
 def fold_recent(
     text: str | None, rows: Iterable[HistoryRow], *, keep: int = RECENT_RUNS
 ) -> tuple[str, list[HistoryRow]]:
@@ -378,42 +404,60 @@ def fold_recent(
     reader said so)."""
     lines = (text or "").splitlines()
     runs = _runs_of(lines[0] if lines else "", None)
+    new = _new_entries(rows, runs)
+    folded: dict[str, _Folded] = {}
+    for line in lines[1:]:
+        data = _document(line, None)
+        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
+            continue
+        if eval_id not in folded:
+            folded[eval_id] = _fold_line(eval_id, line, data, new.pop(eval_id, None), runs, keep)
+    for eval_id, entries in new.items():
+        folded[eval_id] = _fold(eval_id, entries, runs, keep)
+    fallen = [row for _, _, out in folded.values() for row in out]
+    return _render_recent(runs, folded), fallen
+
+
+def _new_entries(
+    rows: Iterable[HistoryRow], runs: dict[str, dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows as each eval's entries (its columns' values of one run), their runs' own
+    fields added to ``runs``."""
     new: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         document = _short(row)
         runs[row.run_id] = {f: document[f] for f in _HEADER_FIELDS if f in document}
         new[row.eval_id].append({c: document[c] for c in _COLUMNS if c in document})
-    kept: dict[str, str] = {}
-    named: set[str] = set()
-    fallen: list[HistoryRow] = []
-    for line in lines[1:]:
-        data = _document(line, None)
-        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
-            continue
-        if eval_id in kept:
-            continue
-        if eval_id not in new:
-            kept[eval_id] = line
-            ids = data.get("run_id")
-            named.update(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else None
-            continue
-        folded = _fold_columns(eval_id, data, new[eval_id], runs, keep)
-        if folded is None:  # out of order, a run twice, garbage: entry by entry
-            folded = _fold(eval_id, _entries(data) + new[eval_id], runs, keep)
-        del new[eval_id]
-        kept[eval_id], ids, out = folded
-        named.update(ids)
-        fallen += out
-    for eval_id, entries in new.items():
-        kept[eval_id], ids, out = _fold(eval_id, entries, runs, keep)
-        named.update(ids)
-        fallen += out
+    return new
+
+
+def _fold_line(
+    eval_id: str,
+    line: str,
+    data: dict[str, Any],
+    entries: list[dict[str, Any]] | None,
+    runs: dict[str, dict[str, Any]],
+    keep: int,
+) -> _Folded:
+    """One eval's line with its new entries folded in; without any, the line as it is."""
+    if entries is None:
+        ids = data.get("run_id")
+        return line, [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [], []
+    folded = _fold_columns(eval_id, data, entries, runs, keep)
+    if folded is None:  # out of order, a run twice, garbage: entry by entry
+        folded = _fold(eval_id, _entries(data) + entries, runs, keep)
+    return folded
+
+
+def _render_recent(runs: dict[str, dict[str, Any]], folded: dict[str, _Folded]) -> str:
+    """``recent.jsonl``: the header with the runs its lines name, then a line per eval."""
+    named = {run_id for _, ids, _ in folded.values() for run_id in ids}
     header = {
         "schema_version": FORMAT_VERSION,
         "runs": {run_id: runs[run_id] for run_id in sorted(named) if run_id in runs},
     }
-    body = [kept[eval_id] for eval_id in sorted(kept)]
-    return "\n".join([json.dumps(header, separators=(",", ":")), *body]) + "\n", fallen
+    body = [folded[eval_id][0] for eval_id in sorted(folded)]
+    return "\n".join([json.dumps(header, separators=(",", ":")), *body]) + "\n"
 
 
 def _fold_columns(
@@ -422,54 +466,89 @@ def _fold_columns(
     entries: list[dict[str, Any]],
     runs: dict[str, dict[str, Any]],
     keep: int,
-) -> tuple[str, list[str], list[HistoryRow]] | None:
+) -> _Folded | None:
     """``_fold`` of the usual case, column by column, with no entry built but the fallen
     ones': the line's runs are known and in time order, and the new runs come after them.
     None when that is not so (then ``_fold`` sorts it out entry by entry)."""
     ids = data.get("run_id")
-    if not isinstance(ids, list) or len(entries) > keep:
+    if not isinstance(ids, list) or not _come_after(ids, entries, runs, keep):
         return None
+    old = _columns_of(data, ids)
+    drop = max(0, len(ids) + len(entries) - keep)
+    fallen = _fallen(eval_id, old, ids[:drop], runs)
+    columns = _shifted(old, len(ids) - drop, drop, entries)
+    _newest_only(columns)
+    return _render_line(eval_id, columns), columns["run_id"], fallen
+
+
+def _come_after(
+    ids: list[Any], entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], keep: int
+) -> bool:
+    """Whether the new entries simply come after a line's runs: no more of them than are
+    kept, every run known, all in time order, none twice."""
+    if len(entries) > keep:
+        return False
+    named = [*ids, *(e.get("run_id") for e in entries)]
     stamps = []
-    for run_id in [*ids, *(e.get("run_id") for e in entries)]:
+    for run_id in named:
         run = runs.get(run_id) if isinstance(run_id, str) else None
         if run is None:
-            return None
+            return False
         stamps.append(run.get("build_ts", ""))
-    if stamps != sorted(stamps) or len({*ids, *(e["run_id"] for e in entries)}) != len(ids) + len(
-        entries
-    ):
-        return None
-    old = {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
-    drop = max(0, len(ids) + len(entries) - keep)
+    return stamps == sorted(stamps) and len(set(named)) == len(named)
+
+
+def _fallen(
+    eval_id: str,
+    old: dict[str, list[Any]],
+    dropped: list[str],
+    runs: dict[str, dict[str, Any]],
+) -> list[HistoryRow]:
+    """The rows of a line's oldest runs, ``dropped`` to make room for the new ones."""
     fallen = []
-    for i in range(drop):
+    for i, run_id in enumerate(dropped):
         entry = {c: values[i] for c, values in old.items() if values[i] not in _EMPTY}
-        if (row := _row({**entry, **runs[ids[i]], "eval_id": eval_id}, None)) is not None:
+        if (row := _row({**entry, **runs[run_id], "eval_id": eval_id}, None)) is not None:
             fallen.append(row)
+    return fallen
+
+
+def _shifted(
+    old: dict[str, list[Any]], staying: int, drop: int, entries: list[dict[str, Any]]
+) -> dict[str, list[Any]]:
+    """A line's columns without their oldest ``drop`` values and with the new entries'
+    after the ``staying`` others (None where the line had no such column)."""
     present = set(old).union(*entries)
-    pad = [None] * (len(ids) - drop)
-    columns = {
+    pad = [None] * staying
+    return {
         c: [*(old[c][drop:] if c in old else pad), *(e.get(c) for e in entries)]
         for c in _COLUMNS
         if c in present
     }
+
+
+def _newest_only(columns: dict[str, list[Any]]) -> None:
+    """The ``_NEWEST_ONLY`` columns emptied but for the newest fingerprinted run's value."""
     marks = columns.get("fingerprint", [])
     newest = next((i for i in range(len(marks) - 1, -1, -1) if marks[i] not in _EMPTY), None)
     for column in _NEWEST_ONLY:
         if column in columns:
             values = columns[column]
             columns[column] = [v if i == newest else None for i, v in enumerate(values)]
+
+
+def _render_line(eval_id: str, columns: Mapping[str, list[Any]]) -> str:
+    """One eval's line of ``recent.jsonl``: its id first, then each column that holds a value."""
     document: dict[str, object] = {"eval_id": eval_id}
     for column, values in columns.items():
         if any(value is not None and value not in _EMPTY for value in values):
             document[column] = values
-    line = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-    return line, columns["run_id"], fallen
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 
 def _fold(
     eval_id: str, entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], keep: int
-) -> tuple[str, list[str], list[HistoryRow]]:
+) -> _Folded:
     """One eval's line from its runs' entries (one per run, the newest kept), the runs it
     names, and the rows of the runs that fell out, oldest first."""
     by_run = {e["run_id"]: e for e in entries if e.get("run_id") in runs}
@@ -484,13 +563,8 @@ def _fold(
     ordered = [
         e if e is newest else {c: v for c, v in e.items() if c not in _NEWEST_ONLY} for e in ordered
     ]
-    document: dict[str, object] = {"eval_id": eval_id}
-    for column in _COLUMNS:
-        values = [entry.get(column) for entry in ordered]
-        if any(value not in _EMPTY for value in values):
-            document[column] = values
-    line = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-    return line, [e["run_id"] for e in ordered], fallen
+    columns = {column: [entry.get(column) for entry in ordered] for column in _COLUMNS}
+    return _render_line(eval_id, columns), [e["run_id"] for e in ordered], fallen
 
 
 def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -498,7 +572,7 @@ def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:
     ids = data.get("run_id")
     if not isinstance(ids, list):
         return []
-    columns = {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
+    columns = _columns_of(data, ids)
     return [
         {c: values[i] for c, values in columns.items() if values[i] not in _EMPTY}
         for i, run_id in enumerate(ids)
@@ -512,10 +586,15 @@ def _entries_newest_first(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
     ids = data.get("run_id")
     if not isinstance(ids, list):
         return
-    columns = {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
+    columns = _columns_of(data, ids)
     for i in range(len(ids) - 1, -1, -1):
         if isinstance(ids[i], str):
             yield {c: values[i] for c, values in columns.items() if values[i] not in _EMPTY}
+
+
+def _columns_of(data: dict[str, Any], ids: list[Any]) -> dict[str, list[Any]]:
+    """A line's columns that hold a value for each of its runs (others are garbage)."""
+    return {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
 
 
 def _runs_of(line: str, skipped: Callable[[str], None] | None) -> dict[str, dict[str, Any]]:
