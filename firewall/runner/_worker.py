@@ -708,6 +708,10 @@ class _Reads:
         self.seen: set[tuple[str, str]] = set()
         self.target: str | None = None  # the serial worker's trial
         self.current: Any = None  # the pool's: the context variable of the running trial
+        # module -> (len(sys.modules) when its files were found, the project files it
+        # reaches); (module, file) -> the modules its import statements name
+        self.reached: dict[str, tuple[int, list[str]]] = {}
+        self.parsed: dict[tuple[str, str], list[str]] = {}
 
     @classmethod
     def start(cls, directory: str) -> None:
@@ -742,9 +746,18 @@ class _Reads:
         os.write(self.fd, (json.dumps({"target": target, "file": relative}) + "\n").encode())
 
     def imported(self, target: str, module_name: str) -> None:
-        """The project modules ``module_name`` imports, however many steps away."""
-        import ast
+        """The project modules ``module_name`` imports, however many steps away.
 
+        A module's files are found once and kept while no module joins ``sys.modules``
+        (every function of a 1,000-eval module is a target of its own): a worker
+        parses each project file once, not once per target."""
+        known = self.reached.get(module_name)
+        if known is None or known[0] != len(sys.modules):
+            known = self.reached[module_name] = (len(sys.modules), self._reach(module_name))
+        for file in known[1]:
+            self.note(target, file)
+
+    def _reach(self, module_name: str) -> list[str]:
         files = {name: getattr(module, "__file__", None) for name, module in sys.modules.items()}
         project = {
             name: file
@@ -753,33 +766,46 @@ class _Reads:
             and file.startswith(self.root)
             and "-packages" + os.sep not in file
         }
+        reached: list[str] = []
         todo, done = [module_name], set()
         while todo:
             name = todo.pop()
             if name in done or name not in project:
                 continue
             done.add(name)
-            self.note(target, project[name])
-            try:
-                with open(project[name], "rb") as handle:
-                    tree = ast.parse(handle.read())
-            except (OSError, SyntaxError, ValueError):
-                continue
-            package = name if project[name].endswith("__init__.py") else name.rpartition(".")[0]
-            named = [name.rpartition(".")[0]]
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    named += [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom):
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    stem = ".".join(
-                        [*base, node.module or ""] if node.level else [node.module or ""]
-                    )
-                    stem = stem.strip(".")
-                    named += [stem, *(f"{stem}.{alias.name}" for alias in node.names)]
+            reached.append(project[name])
+            named = self._names(name, project[name])
             for found in named:  # a package's __init__ runs with each of its modules
                 parts = found.split(".")
                 todo += [".".join(parts[: i + 1]) for i in range(len(parts))]
+        return reached
+
+    def _names(self, name: str, file: str) -> list[str]:
+        """The modules a project module's import statements name (parsed once a file)."""
+        named = self.parsed.get((name, file))
+        if named is not None:
+            return named
+        import ast
+
+        named = []
+        try:
+            with open(file, "rb") as handle:
+                tree = ast.parse(handle.read())
+        except (OSError, SyntaxError, ValueError):
+            self.parsed[(name, file)] = named
+            return named
+        package = name if file.endswith("__init__.py") else name.rpartition(".")[0]
+        named.append(name.rpartition(".")[0])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                named += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join([*base, node.module or ""] if node.level else [node.module or ""])
+                stem = stem.strip(".")
+                named += [stem, *(f"{stem}.{alias.name}" for alias in node.names)]
+        self.parsed[(name, file)] = named
+        return named
 
 
 def _load(target: str, cache: dict[str, Eval]) -> Eval:
