@@ -110,6 +110,7 @@ def serve(*, own_log: bool = False) -> None:
     replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
     for line in requests:
         called = 0.0
+        text: str | None = None  # the reply, when written without json.dumps
         if log is not None:
             try:
                 os.ftruncate(log, 0)
@@ -129,8 +130,8 @@ def serve(*, own_log: bool = False) -> None:
                 if module not in imported:
                     imported.add(module)
                     replies.write(json.dumps({"imported": time.perf_counter() - started}) + "\n")
-                if adopting:
-                    modules.update(children())
+                    if adopting:  # what its import started lives with the worker
+                        modules.update(children())
             fn, takes_trial, is_async = entry
             kwargs = {"seed": request["seed"]}
             if takes_trial:
@@ -151,7 +152,12 @@ def serve(*, own_log: bool = False) -> None:
                 value = loop.run_until_complete(fn(*args, **kwargs))
             else:
                 value = fn(*args, **kwargs)
-            reply = {"result": to_payload(value), "took": time.perf_counter() - called}
+            took = time.perf_counter() - called
+            if (type(value) is float or type(value) is int) and value - value == 0:
+                # A finite bare score, the common reply: the text json.dumps would write.
+                text = f'{{"result": {{"score": {float(value)!r}}}, "took": {took!r}}}'
+            else:
+                reply = {"result": to_payload(value), "took": took}
         except (Exception, SystemExit) as exc:  # any failure costs one trial
             reply = {"error": describe(exc), "traceback": own_traceback(exc)}
             if called:
@@ -160,10 +166,11 @@ def serve(*, own_log: bool = False) -> None:
                 reply["output"] = printed(log)
         if adopting:
             end_processes(modules)
-        try:
-            text = json.dumps(reply)
-        except (TypeError, ValueError) as exc:
-            text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
+        if text is None:
+            try:
+                text = json.dumps(reply)
+            except (TypeError, ValueError) as exc:
+                text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
         replies.write(text + "\n")
 
 
@@ -733,14 +740,24 @@ class _Reads:
             self.note(target, os.fsdecode(args[0]))
 
     def note(self, target: str, path: str) -> None:
+        relative = self.relative(path)
+        if relative is not None:
+            self.write(target, relative)
+
+    def relative(self, path: str) -> str | None:
+        """The project file ``path`` names (a .pyc as its .py), relative to the project;
+        None for a file outside it, in an installed package or in .git."""
         path = os.path.normpath(os.path.join(os.getcwd(), path))
         head, name = os.path.split(path)
         if os.path.basename(head) == "__pycache__" and name.endswith(".pyc"):
             path = os.path.join(os.path.dirname(head), name.split(".", 1)[0] + ".py")
         if not path.startswith(self.root) or "-packages" + os.sep in path:
-            return
+            return None
         relative = path[len(self.root) :].replace(os.sep, "/")
-        if relative.startswith(".git/") or (target, relative) in self.seen:
+        return None if relative.startswith(".git/") else relative
+
+    def write(self, target: str, relative: str) -> None:
+        if (target, relative) in self.seen:
             return
         self.seen.add((target, relative))
         os.write(self.fd, (json.dumps({"target": target, "file": relative}) + "\n").encode())
@@ -753,9 +770,11 @@ class _Reads:
         parses each project file once, not once per target."""
         known = self.reached.get(module_name)
         if known is None or known[0] != len(sys.modules):
-            known = self.reached[module_name] = (len(sys.modules), self._reach(module_name))
-        for file in known[1]:
-            self.note(target, file)
+            files = [self.relative(file) for file in self._reach(module_name)]
+            known = (len(sys.modules), [file for file in files if file is not None])
+            self.reached[module_name] = known
+        for relative in known[1]:
+            self.write(target, relative)
 
     def _reach(self, module_name: str) -> list[str]:
         files = {name: getattr(module, "__file__", None) for name, module in sys.modules.items()}
@@ -774,6 +793,8 @@ class _Reads:
                 continue
             done.add(name)
             reached.append(project[name])
+            if len(done) == len(project):
+                break  # every project module is reached: its imports can add none
             named = self._names(name, project[name])
             for found in named:  # a package's __init__ runs with each of its modules
                 parts = found.split(".")
