@@ -329,9 +329,24 @@ def describe_errors(exc: ValidationError) -> str:
         elif error["type"] in ("finite_number",):
             message = f"must be a finite number, got {error.get('input')!r}"
         elif "input" in error and not isinstance(error["input"], dict):
-            message = f"{message}, got {shorten(repr(error['input']))}"
+            message = f"{message}, got {shorten(_shown(error['input']))}"
         parts.append(f"{key}: {message}" if key else message)
     return "; ".join(parts)
+
+
+def _shown(value: Any) -> str:
+    """A value as a reason shows it: one holding a non-finite number as JSON spells it
+    (``NaN``, ``Infinity``), not with Python's ``nan``, which reads as a broken statistic."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:  # a non-finite number in it (or a cycle, which json.dumps names)
+        try:
+            return json.dumps(value)
+        except (TypeError, ValueError, RecursionError):
+            pass
+    except (TypeError, RecursionError):
+        pass
+    return repr(value)
 
 
 def shorten(text: str, limit: int = _MAX_FIELD_CHARS) -> str:
