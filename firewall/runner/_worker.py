@@ -26,7 +26,7 @@ and killed in the next round. A trial that started nothing costs one
 guarantees.
 
 Every worker pays for its own start-up, once per runner slot, so serving
-imports only what an interpreter has loaded anyway (json, os, signal, sys, time,
+imports only what an interpreter has loaded anyway (json, os, re, signal, sys, time,
 importlib), and ctypes for the one ``prctl`` call: no ``firewall`` package (the
 runner loads this file by path), no typing, no inspect for plain functions.
 asyncio, traceback, pathlib, inspect and ``firewall`` are imported on first
@@ -38,6 +38,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -704,6 +705,7 @@ def _children_by_parent() -> list[int]:
 # once to a file of this worker's own: a trial that kills the worker loses nothing.
 
 READS_VAR = "FIREWALL_READS"  # firewall/runner/reads.py names it too
+_PLAIN = re.compile(r"[\w.:/ -]*\Z", re.ASCII).match  # text json.dumps writes as it is
 _reads: _Reads | None = None
 
 
@@ -760,7 +762,11 @@ class _Reads:
         if (target, relative) in self.seen:
             return
         self.seen.add((target, relative))
-        os.write(self.fd, (json.dumps({"target": target, "file": relative}) + "\n").encode())
+        if _PLAIN(target) and _PLAIN(relative):  # nothing to escape: the line json.dumps writes
+            line = f'{{"target": "{target}", "file": "{relative}"}}\n'
+        else:
+            line = json.dumps({"target": target, "file": relative}) + "\n"
+        os.write(self.fd, line.encode())
 
     def imported(self, target: str, module_name: str) -> None:
         """The project modules ``module_name`` imports, however many steps away.
@@ -831,7 +837,9 @@ class _Reads:
 
 def _load(target: str, cache: dict[str, Eval]) -> Eval:
     module_name, _, qualname = target.partition(":")
-    obj: Any = importlib.import_module(module_name)
+    obj: Any = sys.modules.get(module_name)  # another function of an imported module
+    if obj is None or getattr(getattr(obj, "__spec__", None), "_initializing", False):
+        obj = importlib.import_module(module_name)
     if _reads is not None:
         _reads.imported(target, module_name)
     for part in qualname.split("."):
