@@ -74,14 +74,19 @@ def firewall(project: Path) -> Measured:
 
 
 def probe_and_gate(project: Path) -> Measured:
-    """The decision's whole cost: the probe above, then `firewall gate` of its part."""
+    """The decision's whole cost: the probe above, then `firewall gate` of its part, on a
+    project with no history yet (each repetition's gate decides on the same state, not on
+    the rows every earlier gate of the benchmark appended)."""
     probed = firewall(project)
+    bench.reset(project)
     argv = [str(BIN / "firewall"), "gate", "part.json", "--no-issues"]
     gated = timed(argv, project, project / "gate.log")
     if gated["returncode"] != 0:
         sys.exit(f"firewall gate failed:\n{(project / 'gate.log').read_text()[-2000:]}")
     return Measured(
-        wall_s=probed["wall_s"] + gated["wall_s"], cpu_s=probed["cpu_s"] + gated["cpu_s"]
+        wall_s=probed["wall_s"] + gated["wall_s"],
+        cpu_s=probed["cpu_s"] + gated["cpu_s"],
+        gate_cpu_s=gated["cpu_s"],
     )
 
 
@@ -132,8 +137,9 @@ def main() -> int:
             for name, run in variants.items():
                 sample = run()
                 raw[name].append(sample)
+                spent = f"  cpu {sample['cpu_s']:6.3f} s" if "cpu_s" in sample else ""
                 print(
-                    f"[{rep + 1}/{args.repetitions}] {name:8s} {sample['wall_s']:7.3f} s",
+                    f"[{rep + 1}/{args.repetitions}] {name:8s} {sample['wall_s']:7.3f} s{spent}",
                     file=sys.stderr,
                 )
     finally:
@@ -145,6 +151,9 @@ def main() -> int:
 
     def wall(name: str) -> float:
         return float(statistics.median(sample["wall_s"] for sample in raw[name]))
+
+    def cpu(name: str, key: str = "cpu_s") -> float:
+        return float(statistics.median(sample[key] for sample in raw[name]))
 
     trials = TESTS * K
     vs_repeat = ratio("firewall", "repeat")
@@ -165,6 +174,8 @@ def main() -> int:
         f"in CPU time {ratio('firewall', 'repeat', 'cpu_s'):.2f}x",
         f"probe and `firewall gate` together / pytest-repeat: **{ratio('gate', 'repeat'):.2f}x**"
         f" wall, {ratio('gate', 'repeat', 'cpu_s'):.2f}x CPU",
+        f"CPU seconds, medians: probe {cpu('firewall'):.2f}, `firewall gate` alone "
+        f"{cpu('gate', 'gate_cpu_s'):.2f}, pytest-repeat {cpu('repeat'):.2f}",
         f"plugin installed but off (repeat / no plugin): {ratio('repeat', 'off'):.2f}x",
         f"firewall / {trials} start-ups: {wall('firewall') / startups:.4f}x",
     ]

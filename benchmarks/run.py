@@ -65,7 +65,7 @@ TARGETS = {
     "tree_rss_mb": 250.0,  # RSS summed over the firewall process tree, async, 64 in flight
     "peak_rss_mb": 150.0,  # orchestrator peak RSS, 7,000-trial run
     "artefact_mb": 5.0,  # firewall-report.json of the 7,000-trial run
-    # (CPU of the 7,000-trial run - CPU of the same project's 3-trial run) / 6,997: half of
+    # (CPU of the 7,000-trial run - CPU of the same project's 4-trial run) / 6,996: half of
     # the 0.19 ms the issue (#22) measured, for config-declared and decorated evals alike.
     "marginal_cpu_ms": 0.095,
 }
@@ -122,11 +122,14 @@ print(json.dumps({{"loop_s": elapsed}}))
 
 def make_marginal(root: Path, concurrency: int) -> dict[str, Path]:
     """Scenario 1's trivial evals again, decorated (``@firewall.eval`` under ``paths``),
-    and a 3-trial project of each kind with the same settings: the difference of two runs'
-    CPU is what the 6,997 more trials cost, start-up and worker boots apart."""
+    and a small project of each kind with the same settings, one eval of ``concurrency``
+    trials: as many slots, so as many workers boot as in the big run. The difference of
+    two runs' CPU is what the more trials cost, start-up and worker boots apart (a 3-trial
+    run at concurrency 4 booted one worker fewer, whose boot the difference counted)."""
     projects: dict[str, Path] = {}
     settings = {"k": K, "seed": 20261129, "concurrency": concurrency, "timeout": 60}
-    for name, n, k in (("decorated", TRIVIAL_EVALS, K), ("decorated_tiny", 1, 3)):
+    small = max(3, concurrency)
+    for name, n, k in (("decorated", TRIVIAL_EVALS, K), ("decorated_tiny", 1, small)):
         project = projects[name] = root / name
         (project / "evals").mkdir(parents=True)
         (project / "evals" / "bench_evals.py").write_text(
@@ -141,7 +144,7 @@ def make_marginal(root: Path, concurrency: int) -> dict[str, Path]:
     project.mkdir()
     (project / "bench_evals.py").write_text("def fn_0000(seed):\n    return 1.0\n")
     (project / "firewall.toml").write_text(
-        _toml({**settings, "k": 3}, [("trivial-0000", "python", "bench_evals:fn_0000")])
+        _toml({**settings, "k": small}, [("trivial-0000", "python", "bench_evals:fn_0000")])
     )
     return projects
 
@@ -477,6 +480,7 @@ def firewall_run(project: Path, expect_trials: int, sample_tree: bool = False) -
             f"({len(bad)} bad, e.g. {bad[:1]})"
         )
     result["artefact_mb"] = report.stat().st_size / 1e6
+    result["trials"] = expect_trials
     return result
 
 
@@ -795,13 +799,14 @@ def summarise(raw: dict[str, list[Measured]]) -> list[dict[str, Any]]:
         ("decorated", "firewall_decorated", "firewall_decorated_tiny"),
     ):
         if have(big, small):
-            pairs = zip(raw[big], raw[small], strict=True)
-            extra = trivial_trials - 3
+            pairs = list(zip(raw[big], raw[small], strict=True))
+            few = pairs[0][1].get("trials", 3)  # as many as the slots: as many workers boot
+            extra = trivial_trials - few
             rows.append(
                 row(
                     "7",
                     f"marginal CPU per trial, {kind} trivial evals: (CPU of the "
-                    f"{trivial_trials:,}-trial run - CPU of a 3-trial run) / {extra:,}",
+                    f"{trivial_trials:,}-trial run - CPU of a {few}-trial run) / {extra:,}",
                     float(
                         statistics.median((a["cpu_s"] - b["cpu_s"]) / extra * 1e3 for a, b in pairs)
                     ),
@@ -1038,6 +1043,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tiny = make_tiny(root)
         async64, async16 = (make_async(root, SLEEP_EVALS, c) for c in ASYNC_CONCURRENCIES)
         marginal = make_marginal(root, args.concurrency)
+        few = max(3, args.concurrency)  # the small marginal projects' trials (make_marginal)
         trivial_trials, command_trials = TRIVIAL_EVALS * K, COMMAND_EVALS * K
         sleep_trials = SLEEP_EVALS * K
         # The in-flight cases (sync16 too) also sample the memory of their process tree.
@@ -1049,9 +1055,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "bare_spawn": lambda: bare_spawn(commands),
             "firewall_sleepy": lambda: firewall_run(sleepy, sleep_trials, sample_tree=True),
             "firewall_tiny": lambda: firewall_run(tiny, 3),
-            "firewall_config_tiny": lambda: firewall_run(marginal["config_tiny"], 3),
+            "firewall_config_tiny": lambda: firewall_run(marginal["config_tiny"], few),
             "firewall_decorated": lambda: firewall_run(marginal["decorated"], trivial_trials),
-            "firewall_decorated_tiny": lambda: firewall_run(marginal["decorated_tiny"], 3),
+            "firewall_decorated_tiny": lambda: firewall_run(marginal["decorated_tiny"], few),
             "probe_trivial": lambda: probe_only(trivial),
             "probe_commands": lambda: probe_only(commands),
             "probe_sleepy": lambda: probe_only(sleepy),

@@ -37,7 +37,7 @@ from firewall.runner.python import sync_fanout
 from firewall.runner.reads import Reads
 from firewall.runner.seeds import BaseSeed
 from firewall.spec import EvalSpec, warnings_for
-from firewall.store.history import rows_for
+from firewall.store.history import rows_for, sample_sd
 from firewall.store.parts import Probed, gaps, load_parts
 from firewall.store.reports import write_report
 
@@ -453,7 +453,7 @@ def _baselines(
 def _run_mean(report: EvalReport) -> RunMean:
     scores = [t.score for t in report.trials if t.error is None and t.score is not None]
     return RunMean(
-        statistics.fmean(scores), statistics.stdev(scores) if len(scores) > 1 else 0.0, len(scores)
+        statistics.fmean(scores), sample_sd(scores) if len(scores) > 1 else 0.0, len(scores)
     )
 
 

@@ -26,7 +26,7 @@ and killed in the next round. A trial that started nothing costs one
 guarantees.
 
 Every worker pays for its own start-up, once per runner slot, so serving
-imports only what an interpreter has loaded anyway (json, os, signal, sys, time,
+imports only what an interpreter has loaded anyway (json, os, re, signal, sys, time,
 importlib), and ctypes for the one ``prctl`` call: no ``firewall`` package (the
 runner loads this file by path), no typing, no inspect for plain functions.
 asyncio, traceback, pathlib, inspect and ``firewall`` are imported on first
@@ -38,6 +38,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -110,6 +111,7 @@ def serve(*, own_log: bool = False) -> None:
     replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
     for line in requests:
         called = 0.0
+        text: str | None = None  # the reply, when written without json.dumps
         if log is not None:
             try:
                 os.ftruncate(log, 0)
@@ -129,8 +131,8 @@ def serve(*, own_log: bool = False) -> None:
                 if module not in imported:
                     imported.add(module)
                     replies.write(json.dumps({"imported": time.perf_counter() - started}) + "\n")
-                if adopting:
-                    modules.update(children())
+                    if adopting:  # what its import started lives with the worker
+                        modules.update(children())
             fn, takes_trial, is_async = entry
             kwargs = {"seed": request["seed"]}
             if takes_trial:
@@ -151,7 +153,12 @@ def serve(*, own_log: bool = False) -> None:
                 value = loop.run_until_complete(fn(*args, **kwargs))
             else:
                 value = fn(*args, **kwargs)
-            reply = {"result": to_payload(value), "took": time.perf_counter() - called}
+            took = time.perf_counter() - called
+            if (type(value) is float or type(value) is int) and value - value == 0:
+                # A finite bare score, the common reply: the text json.dumps would write.
+                text = f'{{"result": {{"score": {float(value)!r}}}, "took": {took!r}}}'
+            else:
+                reply = {"result": to_payload(value), "took": took}
         except (Exception, SystemExit) as exc:  # any failure costs one trial
             reply = {"error": describe(exc), "traceback": own_traceback(exc)}
             if called:
@@ -160,10 +167,11 @@ def serve(*, own_log: bool = False) -> None:
                 reply["output"] = printed(log)
         if adopting:
             end_processes(modules)
-        try:
-            text = json.dumps(reply)
-        except (TypeError, ValueError) as exc:
-            text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
+        if text is None:
+            try:
+                text = json.dumps(reply)
+            except (TypeError, ValueError) as exc:
+                text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
         replies.write(text + "\n")
 
 
@@ -697,6 +705,7 @@ def _children_by_parent() -> list[int]:
 # once to a file of this worker's own: a trial that kills the worker loses nothing.
 
 READS_VAR = "FIREWALL_READS"  # firewall/runner/reads.py names it too
+_PLAIN = re.compile(r"[\w.:/ -]*\Z", re.ASCII).match  # text json.dumps writes as it is
 _reads: _Reads | None = None
 
 
@@ -708,6 +717,10 @@ class _Reads:
         self.seen: set[tuple[str, str]] = set()
         self.target: str | None = None  # the serial worker's trial
         self.current: Any = None  # the pool's: the context variable of the running trial
+        # module -> (len(sys.modules) when its files were found, the project files it
+        # reaches); (module, file) -> the modules its import statements name
+        self.reached: dict[str, tuple[int, list[str]]] = {}
+        self.parsed: dict[tuple[str, str], list[str]] = {}
 
     @classmethod
     def start(cls, directory: str) -> None:
@@ -729,22 +742,47 @@ class _Reads:
             self.note(target, os.fsdecode(args[0]))
 
     def note(self, target: str, path: str) -> None:
+        relative = self.relative(path)
+        if relative is not None:
+            self.write(target, relative)
+
+    def relative(self, path: str) -> str | None:
+        """The project file ``path`` names (a .pyc as its .py), relative to the project;
+        None for a file outside it, in an installed package or in .git."""
         path = os.path.normpath(os.path.join(os.getcwd(), path))
         head, name = os.path.split(path)
         if os.path.basename(head) == "__pycache__" and name.endswith(".pyc"):
             path = os.path.join(os.path.dirname(head), name.split(".", 1)[0] + ".py")
         if not path.startswith(self.root) or "-packages" + os.sep in path:
-            return
+            return None
         relative = path[len(self.root) :].replace(os.sep, "/")
-        if relative.startswith(".git/") or (target, relative) in self.seen:
+        return None if relative.startswith(".git/") else relative
+
+    def write(self, target: str, relative: str) -> None:
+        if (target, relative) in self.seen:
             return
         self.seen.add((target, relative))
-        os.write(self.fd, (json.dumps({"target": target, "file": relative}) + "\n").encode())
+        if _PLAIN(target) and _PLAIN(relative):  # nothing to escape: the line json.dumps writes
+            line = f'{{"target": "{target}", "file": "{relative}"}}\n'
+        else:
+            line = json.dumps({"target": target, "file": relative}) + "\n"
+        os.write(self.fd, line.encode())
 
     def imported(self, target: str, module_name: str) -> None:
-        """The project modules ``module_name`` imports, however many steps away."""
-        import ast
+        """The project modules ``module_name`` imports, however many steps away.
 
+        A module's files are found once and kept while no module joins ``sys.modules``
+        (every function of a 1,000-eval module is a target of its own): a worker
+        parses each project file once, not once per target."""
+        known = self.reached.get(module_name)
+        if known is None or known[0] != len(sys.modules):
+            files = [self.relative(file) for file in self._reach(module_name)]
+            known = (len(sys.modules), [file for file in files if file is not None])
+            self.reached[module_name] = known
+        for relative in known[1]:
+            self.write(target, relative)
+
+    def _reach(self, module_name: str) -> list[str]:
         files = {name: getattr(module, "__file__", None) for name, module in sys.modules.items()}
         project = {
             name: file
@@ -753,38 +791,55 @@ class _Reads:
             and file.startswith(self.root)
             and "-packages" + os.sep not in file
         }
+        reached: list[str] = []
         todo, done = [module_name], set()
         while todo:
             name = todo.pop()
             if name in done or name not in project:
                 continue
             done.add(name)
-            self.note(target, project[name])
-            try:
-                with open(project[name], "rb") as handle:
-                    tree = ast.parse(handle.read())
-            except (OSError, SyntaxError, ValueError):
-                continue
-            package = name if project[name].endswith("__init__.py") else name.rpartition(".")[0]
-            named = [name.rpartition(".")[0]]
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    named += [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom):
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    stem = ".".join(
-                        [*base, node.module or ""] if node.level else [node.module or ""]
-                    )
-                    stem = stem.strip(".")
-                    named += [stem, *(f"{stem}.{alias.name}" for alias in node.names)]
+            reached.append(project[name])
+            if len(done) == len(project):
+                break  # every project module is reached: its imports can add none
+            named = self._names(name, project[name])
             for found in named:  # a package's __init__ runs with each of its modules
                 parts = found.split(".")
                 todo += [".".join(parts[: i + 1]) for i in range(len(parts))]
+        return reached
+
+    def _names(self, name: str, file: str) -> list[str]:
+        """The modules a project module's import statements name (parsed once a file)."""
+        named = self.parsed.get((name, file))
+        if named is not None:
+            return named
+        import ast
+
+        named = []
+        try:
+            with open(file, "rb") as handle:
+                tree = ast.parse(handle.read())
+        except (OSError, SyntaxError, ValueError):
+            self.parsed[(name, file)] = named
+            return named
+        package = name if file.endswith("__init__.py") else name.rpartition(".")[0]
+        named.append(name.rpartition(".")[0])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                named += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join([*base, node.module or ""] if node.level else [node.module or ""])
+                stem = stem.strip(".")
+                named += [stem, *(f"{stem}.{alias.name}" for alias in node.names)]
+        self.parsed[(name, file)] = named
+        return named
 
 
 def _load(target: str, cache: dict[str, Eval]) -> Eval:
     module_name, _, qualname = target.partition(":")
-    obj: Any = importlib.import_module(module_name)
+    obj: Any = sys.modules.get(module_name)  # another function of an imported module
+    if obj is None or getattr(getattr(obj, "__spec__", None), "_initializing", False):
+        obj = importlib.import_module(module_name)
     if _reads is not None:
         _reads.imported(target, module_name)
     for part in qualname.split("."):

@@ -30,10 +30,16 @@ def note_reads(scratch: Path, environment: MutableMapping[str, str]) -> Path:
 def recorded(directory: Path, into: Reads) -> None:
     """Add the project files each eval target imported or opened, by target."""
     for path in sorted(directory.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                note = json.loads(line)
-            except ValueError:  # a worker killed mid-write: its last line torn
-                continue
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:  # a worker's lines as one array: one parse, not one per line
+            notes = json.loads("[" + ",".join(lines) + "]")
+        except ValueError:  # a worker killed mid-write: its last line torn
+            notes = []
+            for line in lines:
+                try:
+                    notes.append(json.loads(line))
+                except ValueError:
+                    continue
+        for note in notes:
             if isinstance(note, dict) and isinstance(note.get("target"), str):
                 into.setdefault(note["target"], set()).add(str(note.get("file")))

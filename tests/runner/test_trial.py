@@ -196,3 +196,37 @@ def test_non_object_json_is_an_error(payload: Any, kind: str) -> None:
     message = error_of(payload)
 
     assert "JSON object" in message and kind in message
+
+
+@pytest.mark.parametrize("score", [0, 1, 0.5, 0.3 + 0.4, 1e-300])
+def test_a_bare_score_s_plain_record_is_the_validated_one(score: float) -> None:
+    # record_from_payload builds a bare score's record without validating it
+    # (trial.scored_record): the same record, field for field, and the same JSON.
+    plain = record_from_payload(
+        {"score": score}, index=3, seed=11, pass_score=0.5, duration_s=0.25, in_flight=2
+    )
+    validated = TrialRecord(
+        index=3,
+        seed=11,
+        score=float(score),
+        passed=score >= 0.5,
+        duration_s=0.25,
+        in_flight=2,
+        violations=[],
+        metrics={},
+        fields={},
+        items={},
+        model_id=None,
+        prompt_version=None,
+    )
+    assert plain == validated
+    assert list(plain.__dict__.items()) == list(validated.__dict__.items())
+    assert plain.model_fields_set == validated.model_fields_set
+    assert plain.model_dump_json() == validated.model_dump_json()
+    plain.violations.append("x")  # its lists and dicts are its own
+    assert (
+        record_from_payload(
+            {"score": score}, index=3, seed=11, pass_score=0.5, duration_s=0.25, in_flight=2
+        ).violations
+        == []
+    )

@@ -377,3 +377,17 @@ def test_a_command_whose_history_it_may_not_read_goes_on(unreadable: Path) -> No
     assert "rows.jsonl: cannot read the history (Permission denied, EACCES)" in answer["output"]
     assert answer["output"].count("cannot read the history") == 1
     assert "last run: none recorded yet" in answer["output"]
+
+
+def test_a_row_s_sd_is_the_exact_one_within_an_ulp_and_zero_for_equal_scores() -> None:
+    import statistics
+
+    from firewall.store.history import sample_sd
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        scores = [rng.choice([rng.random(), round(rng.random(), 2), 1.0]) for _ in range(7)]
+        assert sample_sd(scores) == pytest.approx(statistics.stdev(scores), rel=1e-15, abs=0)
+    assert sample_sd([0.9] * 7) == 0.0 == statistics.stdev([0.9] * 7)
+    with pytest.raises(ValueError):
+        sample_sd([1.0])
