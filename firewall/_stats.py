@@ -693,35 +693,36 @@ def group_test(groups: Sequence[Mapping[str, Sequence[float]]], *, binary: bool)
     """
     first = groups[0].keys()
     if all(g.keys() == first for g in groups[1:]):
-        means = [{name: math.fsum(s) / len(s) for name, s in g.items()} for g in groups]
-        test = trial_anova(means)
-        items = sum(len(s) for g in groups for s in g.values()) / len(groups)
-        # The noise of one trial's score: the interaction's, over its groups.
-        return test._replace(name=GROUPED, items=items, groups=float(len(first)))
+        return _blocked_group_test(groups)
+    return _sampled_group_test(groups, binary=binary)
+
+
+def _blocked_group_test(groups: Sequence[Mapping[str, Sequence[float]]]) -> ItemTest:
+    """The same groups in every trial: ``trial_anova`` of the groups' mean scores."""
+    means = [{name: math.fsum(s) / len(s) for name, s in g.items()} for g in groups]
+    test = trial_anova(means)
+    items = sum(len(s) for g in groups for s in g.values()) / len(groups)
+    # The noise of one trial's score: the interaction's, over its groups.
+    return test._replace(name=GROUPED, items=items, groups=float(len(groups[0])))
+
+
+def _sampled_group_test(
+    groups: Sequence[Mapping[str, Sequence[float]]], *, binary: bool
+) -> ItemTest:
+    """Groups sampled per trial: a one-way ANOVA of the groups' mean scores between
+    trials, weighted by their sizes, against the spread of a trial's groups about its mean."""
     sizes = [[len(s) for s in g.values()] for g in groups]
     sums = [[math.fsum(s) for s in g.values()] for g in groups]
     totals = [sum(row) for row in sizes]
     trial_means = [math.fsum(row) / n for row, n in zip(sums, totals, strict=True)]
     grand_n = sum(totals)
     grand = math.fsum(math.fsum(row) for row in sums) / grand_n
-    between = math.fsum(n * (m - grand) ** 2 for n, m in zip(totals, trial_means, strict=True))
-    within = math.fsum(
-        (total - size * mean) ** 2 / size
-        for row_sums, row_sizes, mean in zip(sums, sizes, trial_means, strict=True)
-        for total, size in zip(row_sums, row_sizes, strict=True)
-    )
+    between = _between_trials(totals, trial_means, grand)
+    within = _within_trials(sums, sizes, trial_means)
     df1 = len(groups) - 1
     df2 = sum(len(row) for row in sizes) - len(groups)
-    noise_ms = within / df2 if df2 else 0.0  # one item's variance, the groups' shared part in
-    if binary:
-        noise_ms = max(noise_ms, grand * (1 - grand))  # a design effect of at least 1
-    if df1 == 0 or df2 == 0:
-        f, p = 0.0, 1.0
-    elif noise_ms <= EPSILON * EPSILON:
-        f, p = (math.inf, 0.0) if between > EPSILON else (0.0, 1.0)
-    else:
-        f = (between / df1) / noise_ms
-        p = f_sf(f, df1, df2)
+    noise_ms = _item_noise(within, df2, grand, binary=binary)
+    f, p = _f_test(between, df1, noise_ms, df2)
     per_trial = grand_n / len(groups)
     return ItemTest(
         CLUSTERED,
@@ -732,6 +733,40 @@ def group_test(groups: Sequence[Mapping[str, Sequence[float]]], *, binary: bool)
         noise=math.sqrt(noise_ms / per_trial),
         groups=sum(len(row) for row in sizes) / len(groups),
     )
+
+
+def _between_trials(totals: Sequence[int], trial_means: Sequence[float], grand: float) -> float:
+    """The size-weighted squares of each trial's mean about the grand mean."""
+    return math.fsum(n * (m - grand) ** 2 for n, m in zip(totals, trial_means, strict=True))
+
+
+def _within_trials(
+    sums: Sequence[Sequence[float]], sizes: Sequence[Sequence[int]], trial_means: Sequence[float]
+) -> float:
+    """The size-weighted squares of each group's mean about its trial's mean."""
+    return math.fsum(
+        (total - size * mean) ** 2 / size
+        for row_sums, row_sizes, mean in zip(sums, sizes, trial_means, strict=True)
+        for total, size in zip(row_sums, row_sizes, strict=True)
+    )
+
+
+def _item_noise(within: float, df2: int, grand: float, *, binary: bool) -> float:
+    """One item's variance, the groups' shared part in; for binary items never below the
+    binomial variance (a design effect of at least 1)."""
+    noise_ms = within / df2 if df2 else 0.0
+    return max(noise_ms, grand * (1 - grand)) if binary else noise_ms
+
+
+def _f_test(between: float, df1: int, noise_ms: float, df2: int) -> tuple[float, float]:
+    """F and its p-value for a between-trials sum of squares over an error mean square;
+    no test without degrees of freedom, and without noise any effect is real."""
+    if df1 == 0 or df2 == 0:
+        return 0.0, 1.0
+    if noise_ms <= EPSILON * EPSILON:
+        return (math.inf, 0.0) if between > EPSILON else (0.0, 1.0)
+    f = (between / df1) / noise_ms
+    return f, f_sf(f, df1, df2)
 
 
 # --- a pass-rate gate that looks more than once ---------------------------------------------

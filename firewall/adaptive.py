@@ -370,39 +370,66 @@ def least_iqr(ordered: Sequence[float], extra: int) -> float:
 def close(spec: EvalSpec, decision: Decision, scored: int) -> str | None:
     """What the decision on ``scored`` scores is close to, when more trials could tell;
     None when it is clear."""
-    if decision.status not in (Status.PASS, Status.FAIL, Status.QUARANTINE):
+    if _clear(spec, decision):
         return None
-    failed = {check.name for check in decision.checks if not check.ok}
-    if "violations" in failed or "collapse fence" in failed or "regression" in failed:
-        return None
-    if any(name.startswith(("p95 ", "mean ")) for name in failed):
-        return None  # a budget: not a question of noise around a line
     stats = decision.stats
-    if stats.median is None or stats.iqr is None:
-        return None
-    if "flaky" in failed and stats.iqr <= spec.flakiness + EPSILON:
-        return None  # a plain test's collapse, as clear as any (its checks show no fence)
     if spec.min_pass_rate is not None:
         # Judged on its pass rate alone: the median of pass/fail scores says little.
-        assert stats.pass_rate is not None and stats.wilson_low is not None
-        passes, room = round(stats.pass_rate * scored), max(0, spec.max_k - scored - stats.errors)
-        confidence = gate_confidence(spec)
-        low = wilson_interval(passes, scored, confidence)[0]
-        reachable = wilson_interval(passes + room, scored + room, confidence)[0]
-        if low < spec.min_pass_rate - EPSILON <= stats.pass_rate and (
-            reachable >= spec.min_pass_rate - EPSILON  # not past help: max_k could clear it
-        ):
-            return "a pass rate above min_pass_rate with a lower bound below it"
+        return _pass_rate_near(spec, spec.min_pass_rate, stats, scored)
+    near = _item_test_near(stats)
+    if near is not None or decision.status is Status.QUARANTINE:
+        return near  # significantly unstable: where its median sits does not matter
+    return _spread_near(spec, stats) or _median_near(spec, stats, scored)
+
+
+_MAY_EXTEND = (Status.PASS, Status.FAIL, Status.QUARANTINE)
+_NOT_NOISE = {"violations", "collapse fence", "regression"}
+_BUDGET_CHECKS = ("p95 ", "mean ")
+
+
+def _clear(spec: EvalSpec, decision: Decision) -> bool:
+    """Whether no more trials could change the decision: a status that is not extended, a
+    check that failed for something other than noise, or scores that say nothing."""
+    if decision.status not in _MAY_EXTEND:
+        return True
+    failed = {check.name for check in decision.checks if not check.ok}
+    if not _NOT_NOISE.isdisjoint(failed):
+        return True
+    if any(name.startswith(_BUDGET_CHECKS) for name in failed):
+        return True  # a budget: not a question of noise around a line
+    stats = decision.stats
+    if stats.median is None or stats.iqr is None:
+        return True
+    # A plain test's collapse, as clear as any (its checks show no fence).
+    return "flaky" in failed and stats.iqr <= spec.flakiness + EPSILON
+
+
+def _pass_rate_near(spec: EvalSpec, bar: float, stats: Stats, scored: int) -> str | None:
+    """A pass rate at the bar whose lower bound is below it, which passes in every trial up
+    to max_k could still lift there (``wilson_looks_pass`` follows the same rule)."""
+    assert stats.pass_rate is not None and stats.wilson_low is not None
+    passes, room = round(stats.pass_rate * scored), max(0, spec.max_k - scored - stats.errors)
+    confidence = gate_confidence(spec)
+    low = wilson_interval(passes, scored, confidence)[0]
+    if not low < bar - EPSILON <= stats.pass_rate:
         return None
-    if stats.item_p is not None:
-        low, high = NEAR_ITEM_P
-        if low <= stats.item_p < high:
-            return f"an item test near its level (p {stats.item_p:.2g})"
-    if decision.status is Status.QUARANTINE:
-        return None  # significantly unstable: where its median sits does not matter
-    if stats.spread_p is not None and stats.spread_p < NEAR_SPREAD_P:
-        return f"a spread near flakiness {fmt(spec.flakiness)} (p {stats.spread_p:.2g})"
-    return _median_near(spec, stats, scored)
+    reachable = wilson_interval(passes + room, scored + room, confidence)[0]
+    if reachable < bar - EPSILON:
+        return None  # past help: not even max_k could clear it
+    return "a pass rate above min_pass_rate with a lower bound below it"
+
+
+def _item_test_near(stats: Stats) -> str | None:
+    low, high = NEAR_ITEM_P
+    if stats.item_p is None or not low <= stats.item_p < high:
+        return None
+    return f"an item test near its level (p {stats.item_p:.2g})"
+
+
+def _spread_near(spec: EvalSpec, stats: Stats) -> str | None:
+    if stats.spread_p is None or not stats.spread_p < NEAR_SPREAD_P:
+        return None
+    return f"a spread near flakiness {fmt(spec.flakiness)} (p {stats.spread_p:.2g})"
 
 
 def _median_near(spec: EvalSpec, stats: Stats, scored: int) -> str | None:
