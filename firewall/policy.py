@@ -699,18 +699,19 @@ def _spent_confidence(
     error = (1 - confidence) / 2
 
     def passes(share: float) -> float:
-        return wilson_looks_pass(k, max_k, step, bar, 1 - 2 * share, bar)
+        # Never below the eval's own confidence: 1 - 2 * error rounds a tiny one to 0.
+        return wilson_looks_pass(k, max_k, step, bar, max(1 - 2 * share, confidence), bar)
 
     low, high = error / n, error
     if passes(high) <= error:
-        return 1 - 2 * high
+        return confidence
     for _ in range(40):
         middle = (low + high) / 2
         if passes(middle) <= error:
             low = middle
         else:
             high = middle
-    return 1 - 2 * low
+    return max(1 - 2 * low, confidence)
 
 
 def confidence_text(spec: EvalSpec) -> str:

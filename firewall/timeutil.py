@@ -19,8 +19,8 @@ def to_text(moment: dt.datetime) -> str:
 def _aware(moment: dt.datetime) -> dt.datetime:
     if moment.tzinfo is None:
         raise ValueError("timestamps must carry a time zone, e.g. 2026-11-29T21:05:00Z")
-    try:
-        return moment.astimezone(dt.timezone.utc)
+    try:  # to the second, as every file writes it: what is read is what will be written
+        return moment.astimezone(dt.timezone.utc).replace(microsecond=0)
     except OverflowError:  # a time a day from the calendar's ends has no UTC
         raise ValueError(f"{moment.isoformat()} is outside the calendar in UTC") from None
 

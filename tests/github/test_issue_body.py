@@ -98,7 +98,7 @@ def test_integration_a_judged_quarantine_explains_itself_in_the_issue_body() -> 
     body = body_of(report)
     causes = body.split("### Likely causes", 1)[1].split("###", 1)[0]
     assert "two behaviours, not noise" in causes and "sampling randomness" in causes
-    assert "FAIL iqr" in body and "ok   errors 0 <= 0" in body
+    assert "FAIL spread" in body and "ok   errors 0 <= 0" in body
     assert "case-flip passed 4/7" in body
     assert "category" in body and '"billing"' in body
     assert "@everyone" not in body, "an item id cannot ping anyone"
