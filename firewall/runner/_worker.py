@@ -103,76 +103,115 @@ def serve(*, own_log: bool = False) -> None:
     replies = os.fdopen(replies_fd, "w", buffering=1, encoding="utf-8")
     requests = os.fdopen(requests_fd, "r", encoding="utf-8")
     sys.stdout = sys.stderr
-    cache: dict[str, Eval] = {}
-    loop: asyncio.AbstractEventLoop | None = None
-    adopting = adopt_orphans()
-    modules: set[int] = set()  # children started by importing an eval module
-    imported: set[str] = set()  # eval modules this worker has imported
+    serial = _Serial(replies, log)
     replies.write('{"ready": true}\n')  # booted: the orchestrator may send requests
     for line in requests:
-        called = 0.0
-        text: str | None = None  # the reply, when written without json.dumps
-        if log is not None:
-            try:
-                os.ftruncate(log, 0)
-            except OSError:
-                pass
+        replies.write(serial.answer(line) + "\n")
+
+
+class _Serial:
+    """The serial worker's state across requests: the evals it has loaded, and the
+    processes their modules started, which live with it."""
+
+    __slots__ = ("adopting", "cache", "imported", "log", "loop", "modules", "replies")
+
+    def __init__(self, replies: Any, log: int | None) -> None:
+        self.replies = replies
+        self.log = log
+        self.cache: dict[str, Eval] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.adopting = adopt_orphans()
+        self.modules: set[int] = set()  # children started by importing an eval module
+        self.imported: set[str] = set()  # eval modules this worker has imported
+
+    def answer(self, line: str) -> str:
+        """The reply to one request line, once every process its trial started has ended."""
+        if self.log is not None:
+            _empty(self.log)
         request = json.loads(line)
         if _reads is not None:
             _reads.target = request["target"]
+        reply = self._call(request)
+        if self.adopting:
+            end_processes(self.modules)
+        if isinstance(reply, str):
+            return reply
         try:
-            entry = cache.get(request["target"])
-            if entry is None:
-                started = time.perf_counter()
-                entry = _load(request["target"], cache)
-                # Said at once: the trial's own timeout starts now, not at the request. Once
-                # per module: its other functions cost a getattr (PythonWorker._answer).
-                module = request["target"].partition(":")[0]
-                if module not in imported:
-                    imported.add(module)
-                    replies.write(json.dumps({"imported": time.perf_counter() - started}) + "\n")
-                    if adopting:  # what its import started lives with the worker
-                        modules.update(children())
-            fn, takes_trial, is_async = entry
+            return json.dumps(reply)
+        except (TypeError, ValueError) as exc:
+            return json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
+
+    def _call(self, request: dict[str, Any]) -> str | dict[str, Any]:
+        """Call the eval: the reply as its text (a bare score), or as a dict to dump."""
+        called = 0.0
+        try:
+            target = request["target"]
+            fn, takes_trial, is_async = self.cache.get(target) or self._load(target)
             kwargs = {"seed": request["seed"]}
             if takes_trial:
                 kwargs["trial"] = request["trial"]
-            if is_async and loop is None:
+            if is_async and self.loop is None:
                 import asyncio
 
-                loop = asyncio.new_event_loop()
+                self.loop = asyncio.new_event_loop()
             if request.get("rate"):
-                waited = take_start(request["rate"])
-                if waited:  # the trial's own timeout starts now, not at the request
-                    replies.write(json.dumps({"waited": waited}) + "\n")
+                self._take_start(request["rate"])
             # A judge's request carries the output it scores, its first argument.
             args = (request["output"],) if "output" in request else ()
             called = time.perf_counter()  # the call alone: no boot, no import, no protocol
             if is_async:
-                assert loop is not None
-                value = loop.run_until_complete(fn(*args, **kwargs))
+                assert self.loop is not None
+                value = self.loop.run_until_complete(fn(*args, **kwargs))
             else:
                 value = fn(*args, **kwargs)
-            took = time.perf_counter() - called
-            if (type(value) is float or type(value) is int) and value - value == 0:
-                # A finite bare score, the common reply: the text json.dumps would write.
-                text = f'{{"result": {{"score": {float(value)!r}}}, "took": {took!r}}}'
-            else:
-                reply = {"result": to_payload(value), "took": took}
+            return _result(value, time.perf_counter() - called)
         except (Exception, SystemExit) as exc:  # any failure costs one trial
-            reply = {"error": describe(exc), "traceback": own_traceback(exc)}
-            if called:
-                reply["took"] = time.perf_counter() - called
-            if log is not None:
-                reply["output"] = printed(log)
-        if adopting:
-            end_processes(modules)
-        if text is None:
-            try:
-                text = json.dumps(reply)
-            except (TypeError, ValueError) as exc:
-                text = json.dumps({"error": f"result is not JSON-serialisable: {exc}"})
-        replies.write(text + "\n")
+            return self._failure(exc, called)
+
+    def _load(self, target: str) -> Eval:
+        """An eval's first request: load it, and say how long its module's import took."""
+        started = time.perf_counter()
+        entry = _load(target, self.cache)
+        # Said at once: the trial's own timeout starts now, not at the request. Once
+        # per module: its other functions cost a getattr (PythonWorker._answer).
+        module = target.partition(":")[0]
+        if module not in self.imported:
+            self.imported.add(module)
+            self.replies.write(json.dumps({"imported": time.perf_counter() - started}) + "\n")
+            if self.adopting:  # what its import started lives with the worker
+                self.modules.update(children())
+        return entry
+
+    def _take_start(self, meter: Meter) -> None:
+        """Wait for the rate limit's turn; the trial's own timeout starts after it."""
+        waited = take_start(meter)
+        if waited:  # the trial's own timeout starts now, not at the request
+            self.replies.write(json.dumps({"waited": waited}) + "\n")
+
+    def _failure(self, exc: BaseException, called: float) -> dict[str, Any]:
+        """The error reply: with how long the call ran, if it started, and what it printed."""
+        reply: dict[str, Any] = {"error": describe(exc), "traceback": own_traceback(exc)}
+        if called:
+            reply["took"] = time.perf_counter() - called
+        if self.log is not None:
+            reply["output"] = printed(self.log)
+        return reply
+
+
+def _result(value: Any, took: float) -> str | dict[str, Any]:
+    """The reply of a call that returned."""
+    if (type(value) is float or type(value) is int) and value - value == 0:
+        # A finite bare score, the common reply: the text json.dumps would write.
+        return f'{{"result": {{"score": {float(value)!r}}}, "took": {took!r}}}'
+    return {"result": to_payload(value), "took": took}
+
+
+def _empty(log: int) -> None:
+    """Empty the worker's log for the next trial."""
+    try:
+        os.ftruncate(log, 0)
+    except OSError:
+        pass
 
 
 PRINTED_BYTES = 8000  # the tail of a trial's log an error reply carries (4 x OUTPUT_TAIL_CHARS)

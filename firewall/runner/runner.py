@@ -84,6 +84,8 @@ class _Listed:
 
 
 _DONE = -1  # the position a slot hands back when nothing is left to run
+_Done = queue.SimpleQueue[list[tuple[int, TrialRecord | None]]]
+"""Where slots hand back records: a trial's, a batch's, or ``[(_DONE, None)]``."""
 
 
 class Early:
@@ -193,9 +195,13 @@ class Runner:
         self._drive(schedule)
 
     def _drive(self, source: _Source) -> dict[int, TrialRecord]:
+        """Run the source's trials in ``concurrency`` slots; their records by position.
+
+        Interrupted (Ctrl-C, or any exception here): every trial still running is
+        killed, the records that came in are kept, and ``Interrupted`` carries them."""
         finished: dict[int, TrialRecord] = {}
         handed: list[Task] = []
-        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]] = queue.SimpleQueue()
+        done: _Done = queue.SimpleQueue()
         base = trial_environment(share_token=self._share_token)
         early = None if self._early is None else self._early.take()
         with early[0] if early is not None else Reaper(base) as reaper:
@@ -204,14 +210,7 @@ class Runner:
             # A command's shell inherits the firewall's environment (the cheaper spawn)
             # unless the trials' must differ from it.
             self._command_env = None if base is None else reaper.environment
-            if early is not None:
-                pool = self._pool = early[1]
-            else:
-                pool = self._pool = AsyncPool(
-                    self._cwd, reaper.environment, self._concurrency, self._pool_workers
-                )
-                if any(_pooled(spec) for spec in source.specs):
-                    pool.warm()  # booting while the slots start and the first trials go out
+            pool = self._pool = early[1] if early is not None else self._boot(source, reaper)
             slots = [
                 threading.Thread(
                     target=self._slot,
@@ -222,30 +221,10 @@ class Runner:
                 for n in range(min(self._concurrency, source.most))
             ]
             try:
-                for slot in slots:
-                    slot.start()
-                while slots:
-                    records = done.get()  # a slot's trial, or the trials of its batch
-                    if records[0][1] is None:
-                        break
-                    with self._lock:
-                        for position, record in records:
-                            assert record is not None
-                            finished[position] = record
-                            source.record(handed[position], record)
-                        self._unrecorded -= len(records)
-                        self._lock.notify_all()
-                    if self._progress is not None:
-                        for position, record in records:
-                            assert record is not None
-                            self._progress(handed[position], record)
+                self._gather(slots, source, handed, done, finished)
             except BaseException:
                 self._halt(slots)
-                while not done.empty():
-                    for position, record in done.get():
-                        if record is not None:
-                            finished[position] = record
-                            source.record(handed[position], record)
+                self._salvage(source, handed, done, finished)
                 raise Interrupted([finished.get(i) for i in range(len(handed))]) from None
             finally:
                 pool.close()
@@ -255,11 +234,63 @@ class Runner:
                 slot.join()
         return finished
 
+    def _boot(self, source: _Source, reaper: Reaper) -> AsyncPool:
+        """The run's pool, its workers booting now if any eval will need them: while the
+        slots start and the first trials go out."""
+        pool = AsyncPool(self._cwd, reaper.environment, self._concurrency, self._pool_workers)
+        if any(_pooled(spec) for spec in source.specs):
+            pool.warm()
+        return pool
+
+    def _gather(
+        self,
+        slots: list[threading.Thread],
+        source: _Source,
+        handed: list[Task],
+        done: _Done,
+        finished: dict[int, TrialRecord],
+    ) -> None:
+        """Start the slots and take their records as they come, until one says all done."""
+        for slot in slots:
+            slot.start()
+        while slots:
+            records = done.get()  # a slot's trial, or the trials of its batch
+            if records[0][1] is None:
+                break
+            with self._lock:
+                self._keep(records, source, handed, finished)
+                self._unrecorded -= len(records)
+                self._lock.notify_all()
+            if self._progress is not None:
+                for position, record in records:
+                    assert record is not None
+                    self._progress(handed[position], record)
+
+    def _salvage(
+        self, source: _Source, handed: list[Task], done: _Done, finished: dict[int, TrialRecord]
+    ) -> None:
+        """Keep the records the halted slots handed back but the run had not taken yet."""
+        while not done.empty():
+            self._keep(done.get(), source, handed, finished)
+
+    @staticmethod
+    def _keep(
+        records: list[tuple[int, TrialRecord | None]],
+        source: _Source,
+        handed: list[Task],
+        finished: dict[int, TrialRecord],
+    ) -> None:
+        """Keep the finished trials among a slot's records, and tell the source."""
+        for position, record in records:
+            if record is not None:
+                finished[position] = record
+                source.record(handed[position], record)
+
     def _next(
         self,
         source: _Source,
         handed: list[Task],
-        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
+        done: _Done,
         finished: bool = False,
     ) -> tuple[list[tuple[int, Task]], int] | None:
         """The next tasks for a slot, with their positions, and how many trials run with
@@ -348,7 +379,7 @@ class Runner:
         number: int,
         source: _Source,
         handed: list[Task],
-        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
+        done: _Done,
         reaper: Reaper,
         pool: AsyncPool,
     ) -> None:
@@ -407,7 +438,7 @@ class Runner:
         in_flight: int,
         worker: PythonWorker,
         register: Callable[[int | None], None],
-        done: queue.SimpleQueue[list[tuple[int, TrialRecord | None]]],
+        done: _Done,
     ) -> bool:
         """Run a batch in the slot's worker, each trial's record handed back as it comes;
         the trials behind one that lost the worker were never started, and go to a fresh
