@@ -35,7 +35,8 @@ def status_view(ctx: Context, *, days: int) -> StatusView:
 
 
 def calibration(ctx: Context) -> Calibration:
-    """`firewall calibrate`: the P80 of the IQRs in history, per eval and overall."""
+    """`firewall calibrate`: per eval, the flakiness at which its within-run sd is
+    quarantined in 1% of probes (``firewall.report.calibrate``), and the evals' median."""
     current = {spec.id: spec.flakiness for spec in ctx.specs}
     return calibrate(ctx.history.scan(), current, ctx.settings.flakiness)
 
