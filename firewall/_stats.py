@@ -18,7 +18,7 @@ import functools
 import math
 import sys
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from itertools import chain, compress
 from statistics import NormalDist
 from typing import NamedTuple
@@ -500,15 +500,8 @@ def t_sf(t: float, df: float) -> float:
 
 @functools.lru_cache(maxsize=1024)  # a run asks for a few levels at a few df, many times
 def t_quantile(q: float, df: float) -> float:
-    """The t with P(T <= t) = q, by bisection on ``t_sf`` (monotone, so it converges)."""
-    low, high = -1e3, 1e3
-    for _ in range(64):  # 2000 / 2**64: far below a float's resolution at these magnitudes
-        middle = (low + high) / 2
-        if 1.0 - t_sf(middle, df) < q:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
+    """The t with P(T <= t) = q (``scipy.stats.t.ppf``): ``t_isf`` of the other tail."""
+    return t_isf(1.0 - q, df)
 
 
 class Interval(NamedTuple):
@@ -575,15 +568,7 @@ def t_isf(p: float, df: float) -> float:
         low *= 2
     while t_sf(high, df) > p:
         high *= 2
-    for _ in range(200):
-        middle = (low + high) / 2
-        if middle in (low, high):
-            break
-        if t_sf(middle, df) > p:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
+    return _bisect_isf(lambda x: t_sf(x, df), p, low, high)
 
 
 def chi2_isf(p: float, df: float) -> float:
@@ -594,11 +579,17 @@ def chi2_isf(p: float, df: float) -> float:
     low, high = 0.0, max(1.0, 2.0 * df)
     while chi2_sf(high, df) > p:
         low, high = high, 2 * high
+    return _bisect_isf(lambda x: chi2_sf(x, df), p, low, high)
+
+
+def _bisect_isf(sf: Callable[[float], float], p: float, low: float, high: float) -> float:
+    """The x in [low, high] with sf(x) = p, for a decreasing survival function, by
+    bisection to a float's resolution."""
     for _ in range(200):
         middle = (low + high) / 2
         if middle in (low, high):
             break
-        if chi2_sf(middle, df) > p:
+        if sf(middle) > p:
             low = middle
         else:
             high = middle
