@@ -69,9 +69,22 @@ def parts_of(
     """The named parts of the eval's fingerprint. ``files``: project files by their path
     relative to the root (None: not there); ``env``: the values of the variables its
     ``env`` names (None: unset)."""
+    digests = {path: None if data is None else digest(data) for path, data in files.items()}
+    return parts_from(spec, digests, env, version=version)
+
+
+def parts_from(
+    spec: EvalSpec,
+    files: Mapping[str, str | None],
+    env: Mapping[str, str | None],
+    *,
+    version: str = __version__,
+) -> dict[str, str]:
+    """``parts_of`` from each file's ``digest`` (None: not there) instead of its content:
+    for a caller that hashes a file once however many evals read it."""
     parts = {SETTINGS: settings_digest(spec), VERSION: version}
-    for path, content in files.items():
-        parts[FILE + path] = ABSENT if content is None else digest(content)
+    for path, file_digest in files.items():
+        parts[FILE + path] = ABSENT if file_digest is None else file_digest
     for name in spec.env:
         value = env.get(name)
         parts[ENV + name] = ABSENT if value is None else digest(value.encode())

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from firewall._stats import Stats
 from firewall.artefact import Artefact, Carried, EvalReport, Saved
-from firewall.fingerprint import changes, combine, files_in, parts_of, unknowable
+from firewall.fingerprint import changes, combine, digest, files_in, parts_from, unknowable
 from firewall.pipeline.context import Context
 from firewall.policy import Status
 from firewall.spec import EvalSpec
@@ -74,18 +74,45 @@ def inputs_of(spec: EvalSpec, reads: Mapping[str, set[str]], root: Path) -> set[
 
 
 def hashed(
-    spec: EvalSpec, files: Collection[str], root: Path, env: Mapping[str, str]
+    spec: EvalSpec,
+    files: Collection[str],
+    root: Path,
+    env: Mapping[str, str],
+    *,
+    digests: FileDigests | None = None,
 ) -> dict[str, str]:
-    """The named parts of the eval's fingerprint, the files read from this checkout."""
-    contents: dict[str, bytes | None] = {}
-    for name in files:
+    """The named parts of the eval's fingerprint, the files read from this checkout;
+    ``digests``: the files already hashed for other evals of the same run."""
+    known = digests if digests is not None else FileDigests(root)
+    return parts_from(
+        spec, {name: known.of(name) for name in files}, {name: env.get(name) for name in spec.env}
+    )
+
+
+class FileDigests:
+    """The digest of each project file as this checkout has it, read and hashed once: a
+    thousand evals in one module would otherwise hash that module a thousand times (half
+    of what stamping a run cost). One per pass over the evals, so that a file
+    edited between two runs of one process is read again."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._known: dict[str, str | None] = {}
+
+    def of(self, name: str) -> str | None:
+        """The file's digest (``firewall.fingerprint.digest``), None when it is not there."""
+        if name not in self._known:
+            self._known[name] = self._read(name)
+        return self._known[name]
+
+    def _read(self, name: str) -> str | None:
         try:
-            contents[name] = (root / name).read_bytes()
+            content = (self.root / name).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
-            contents[name] = None
+            return None
         except OSError as exc:  # unreadable: a part no checkout will match
-            contents[name] = f"unreadable: {exc.errno}".encode()
-    return parts_of(spec, contents, {name: env.get(name) for name in spec.env})
+            content = f"unreadable: {exc.errno}".encode()
+        return digest(content)
 
 
 def stamp(
@@ -97,12 +124,13 @@ def stamp(
 ) -> list[EvalReport]:
     """The probed evals' reports with their fingerprints, for the artefact and the history."""
     by_id = {spec.id: spec for spec in specs}
+    digests = FileDigests(root)
     stamped = []
     for report in reports:
         spec = by_id.get(report.id)
         files = None if spec is None or not report.trials else inputs_of(spec, reads, root)
         if spec is not None and files is not None:
-            parts = hashed(spec, files, root, env)
+            parts = hashed(spec, files, root, env, digests=digests)
             report = report.model_copy(update={"fingerprint": combine(parts), "inputs": parts})
         stamped.append(report)
     return stamped
@@ -188,13 +216,14 @@ def choose(
     every other one is probed. ``specs`` are the evals as they would be probed."""
     carried: dict[str, HistoryRow] = {}
     why: dict[str, str] = {}
+    digests = FileDigests(root)
     for spec in specs:
         row = latest.get(spec.id)
         reason = unknowable(spec)
         if reason is None and row is None:
             reason = f"new: no probe on {branch} in the last {max_age_days} days"
         elif reason is None and row is not None:
-            reason = _differs(spec, row, branch, root, env)
+            reason = _differs(spec, row, branch, digests, env)
         if reason is None and row is not None:
             carried[spec.id] = row
         else:
@@ -203,7 +232,7 @@ def choose(
 
 
 def _differs(
-    spec: EvalSpec, row: HistoryRow, branch: str, root: Path, env: Mapping[str, str]
+    spec: EvalSpec, row: HistoryRow, branch: str, digests: FileDigests, env: Mapping[str, str]
 ) -> str | None:
     if row.status not in {status.value for status in CARRIED_STATUSES}:
         return f"its last probe on {branch} was {row.status.upper() or 'unknown'}"
@@ -211,10 +240,10 @@ def _differs(
         return f"its last probe on {branch} has no time"
     if row.fingerprint is None or combine(row.inputs) != row.fingerprint:
         return f"its last probe on {branch} recorded no fingerprint"
-    files = set(files_in(row.inputs)) | expand(spec.inputs, root)
+    files = set(files_in(row.inputs)) | expand(spec.inputs, digests.root)
     if spec.kind == "inspect":
         files.add(spec.target.partition("@")[0])
-    differ = changes(row.inputs, hashed(spec, files, root, env))
+    differ = changes(row.inputs, hashed(spec, files, digests.root, env, digests=digests))
     if not differ:
         return None
     more = f" (and {len(differ) - 3} more)" if len(differ) > 3 else ""

@@ -9,7 +9,7 @@ import datetime as dt
 from pathlib import Path
 
 from firewall.fingerprint import combine
-from firewall.pipeline.affected import choose, hashed, latest_probes
+from firewall.pipeline.affected import FileDigests, choose, hashed, latest_probes
 from firewall.spec import EvalSpec, Source
 from firewall.store.history import HistoryRow, LocalHistory
 
@@ -136,3 +136,23 @@ def test_only_a_recent_default_branch_run_is_the_latest_probe(tmp_path: Path) ->
     fresh = row(root, spec(), age_days=2, run_id="fresh")
     history.append([fresh])
     assert latest_probes(history, ["triage"], branch="main", since=since) == {"triage": fresh}
+
+
+def test_a_stamp_hashes_each_file_once_with_the_parts_each_eval_would_get_alone(
+    tmp_path: Path,
+) -> None:
+    """Two evals of one module share its digest (read once per stamp), and each gets the
+    parts ``hashed`` gives it alone, a missing file included."""
+    root = project(tmp_path)
+    (root / "evals").mkdir()
+    (root / "evals" / "triage.py").write_text("def accuracy(seed): ...\n")
+    files = ["evals/triage.py", "prompts/triage.txt", "gone.txt"]
+    specs = [spec("a"), spec("b", k=7, env=["MODEL"])]
+    env = {"MODEL": "small"}
+    alone = [hashed(s, files, root, env) for s in specs]
+    digests = FileDigests(root)
+    assert [hashed(s, files, root, env, digests=digests) for s in specs] == alone
+    assert alone[0]["file:gone.txt"] == "absent"
+    (root / "evals" / "triage.py").write_text("changed after it was read\n")
+    assert hashed(specs[0], files, root, env, digests=digests) == alone[0], "read once"
+    assert hashed(specs[0], files, root, env) != alone[0]
