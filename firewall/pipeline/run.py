@@ -29,7 +29,7 @@ from firewall.errors import (
 )
 from firewall.pipeline import affected, effects, shards, suites, trust, verdict
 from firewall.pipeline.context import Context
-from firewall.pipeline.stages import TrialCounter, conclude, plan, probe
+from firewall.pipeline.stages import TrialCounter, conclude, outliving, plan, probe
 from firewall.policy import Status
 from firewall.regression import Judgement, RunMean, compare
 from firewall.runner import Early, Schedule
@@ -87,6 +87,7 @@ class RunResult:
 Present = Callable[[RunResult], None]
 
 
+@outliving()
 def run(
     ctx: Context,
     options: RunOptions,
@@ -122,6 +123,7 @@ def run(
     return _finish(ctx, artefact, options, present)
 
 
+@outliving()
 def gate(
     ctx: Context, paths: Sequence[Path], options: RunOptions, *, present: Present | None = None
 ) -> RunResult:
@@ -174,6 +176,7 @@ def unvouched(ctx: Context, specs: Sequence[EvalSpec]) -> None:
             )
 
 
+@outliving()
 def probe_to(
     ctx: Context, options: RunOptions, out: Path, *, progress: TrialCounter | None = None
 ) -> Probed:

@@ -4,13 +4,14 @@ summary makes."""
 from __future__ import annotations
 
 import datetime as dt
+import gc
 
 import pytest
 from builders import make_report, make_spec
 
 from firewall.errors import ExitCode
 from firewall.lifecycle import Entry
-from firewall.pipeline.stages import plan
+from firewall.pipeline.stages import outliving, plan
 from firewall.pipeline.verdict import in_quarantine, summarise
 from firewall.policy import Status
 from firewall.runner import Schedule, Task
@@ -91,3 +92,17 @@ def test_a_k_override_above_max_k_raises_max_k_with_it() -> None:
     assert (spec.k, spec.max_k) == (30, 30)
     (spec,) = plan([make_spec(id="a", k=3, max_k=15)], 7, 4).specs
     assert (spec.k, spec.max_k) == (4, 15)
+
+
+def test_a_run_keeps_what_existed_before_it_frozen_and_leaves_the_collector_as_it_was() -> None:
+    frozen: list[int] = []
+
+    @outliving()
+    def run() -> None:
+        frozen.append(gc.get_freeze_count())
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    assert frozen[0] > 0, "the objects of the process, frozen while it runs"
+    assert gc.get_freeze_count() == 0, "and unfrozen after, also when it was interrupted"
