@@ -185,30 +185,53 @@ def summarize(
     costs_usd: Sequence[float] = (),
 ) -> Stats:
     """All the statistics of one probe, from the trials that did not error."""
-    stats = Stats(errors=errors)
+    values: dict[str, float | None] = {}
     if scores:
         q1, median, q3 = quartiles(scores)
-        stats.median, stats.q1, stats.q3, stats.iqr = median, q1, q3, q3 - q1
-        stats.mean = math.fsum(scores) / len(scores)
-        stats.min, stats.max = float(min(scores)), float(max(scores))
+        values.update(median=median, q1=q1, q3=q3, iqr=q3 - q1)
+        values["mean"] = math.fsum(scores) / len(scores)
+        values["min"], values["max"] = float(min(scores)), float(max(scores))
         around = median_interval(scores, confidence)
         if around is not None:
-            stats.median_low, stats.median_high, stats.median_coverage = around
+            values.update(
+                median_low=around.low, median_high=around.high, median_coverage=around.coverage
+            )
         spread = mean_interval(scores, confidence)
         if spread is not None:
             # Scores are in [0, 1] (contract §3), so the mean is too, whatever t says.
-            stats.mean_low, stats.mean_high = max(0.0, spread.low), min(1.0, spread.high)
+            values.update(mean_low=max(0.0, spread.low), mean_high=min(1.0, spread.high))
     if passes:
         successes = sum(passes)
-        stats.pass_rate = successes / len(passes)
-        stats.wilson_low, stats.wilson_high = wilson_interval(successes, len(passes), confidence)
+        values["pass_rate"] = successes / len(passes)
+        values["wilson_low"], values["wilson_high"] = wilson_interval(
+            successes, len(passes), confidence
+        )
     if latencies_ms:
-        stats.p50_latency_ms = percentile(latencies_ms, 50)
-        stats.p95_latency_ms = percentile(latencies_ms, 95)
+        values["p50_latency_ms"] = percentile(latencies_ms, 50)
+        values["p95_latency_ms"] = percentile(latencies_ms, 95)
     if tokens:
-        stats.mean_tokens = _mean(tokens)
+        values["mean_tokens"] = _mean(tokens)
     if costs_usd:
-        stats.mean_cost_usd = _mean(costs_usd)
+        values["mean_cost_usd"] = _mean(costs_usd)
+    return _stats_of(errors, values)
+
+
+_STATS_DEFAULTS = {name: field.default for name, field in Stats.model_fields.items()}
+_new_stats = object.__new__
+_set = object.__setattr__
+
+
+def _stats_of(errors: int, values: Mapping[str, float | None]) -> Stats:
+    """``Stats(errors=errors)`` with each of ``values`` assigned to it, built as pydantic
+    builds a model without validating (each value is of its field's type already, as an
+    assignment, which is not validated, takes it): a decision builds one per eval, and
+    fifteen assignments through pydantic's ``__setattr__`` cost twice the statistics.
+    ``tests/test_stats.py`` holds the two ways equal."""
+    stats = _new_stats(Stats)
+    _set(stats, "__dict__", {**_STATS_DEFAULTS, "errors": errors, **values})
+    _set(stats, "__pydantic_fields_set__", {"errors", *values})
+    _set(stats, "__pydantic_extra__", None)
+    _set(stats, "__pydantic_private__", None)
     return stats
 
 

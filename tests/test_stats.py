@@ -120,6 +120,27 @@ def test_summarize_without_scores_leaves_score_statistics_unset() -> None:
     assert stats.errors == 7
 
 
+@pytest.mark.parametrize("scores", [*FIXED_ARRAYS, []])
+def test_summarize_builds_the_stats_that_validation_would(scores: list[float]) -> None:
+    """Built without validation (a decision makes one per eval): equal to the validated
+    model, written alike, and with the fields set that the assignments would set."""
+    stats = summarize(
+        scores,
+        [score >= 0.5 for score in scores],
+        errors=1,
+        confidence=0.9,
+        latencies_ms=[120, 80.5],
+        tokens=[3],
+        costs_usd=[0.5, 0.25],
+    )
+    validated = Stats.model_validate(stats.model_dump())
+    assert stats == validated
+    assert stats.model_dump_json() == validated.model_dump_json()
+    assert stats.model_fields_set == {"errors", *(k for k, v in stats if v is not None)}
+    stats.sd = 0.5  # a model like any: the policy assigns the spread test's figures
+    assert stats.model_dump()["sd"] == 0.5
+
+
 # --- Wilson interval -------------------------------------------------------------
 
 
