@@ -31,6 +31,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -479,14 +480,13 @@ class Probe:
     stats: Stats
     test: ItemTest | None  # the item test, for an eval whose trials report items
     spread_result: ChiSquare | None  # the spread test, for a score-only eval
+    # Worked out once by ``_decide``, as the probe is made: a cached_property takes a lock
+    # at its first read on Python 3.11, which cost more than the list.
+    errored: list[TrialRecord]
 
-    @functools.cached_property
-    def fence(self) -> Fence | None:
+    @property
+    def fence(self) -> Fence | None:  # read by the collapse rule alone, once
         return fence_of(self.spec, self.stats, self.test, self.scored)
-
-    @functools.cached_property
-    def errored(self) -> list[TrialRecord]:
-        return [trial for trial in self.trials if trial.error is not None]
 
     @property
     def scored(self) -> int:
@@ -517,9 +517,10 @@ class Probe:
         return spread
 
 
-@dataclass(frozen=True)
-class Ruling:
-    """What one rule found: the checks it ran, and the status and reason if it decides."""
+class Ruling(NamedTuple):
+    """What one rule found: the checks it ran, and the status and reason if it decides.
+    A named tuple: eight are made per decision, and a frozen dataclass costs three times
+    as much to make."""
 
     checks: tuple[Check, ...] = ()
     status: Status | None = None  # None: the rule held, and the walk goes on
@@ -768,7 +769,8 @@ def decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
 
 def _decide(spec: EvalSpec, trials: Sequence[TrialRecord]) -> Decision:
     stats, test, spread = _measure(spec, trials)
-    probe = Probe(spec, trials, stats, test, spread)
+    errored = [trial for trial in trials if trial.error is not None]
+    probe = Probe(spec, trials, stats, test, spread, errored)
     checks: list[Check] = []
     for rule in RULES:
         ruling = rule(probe)
