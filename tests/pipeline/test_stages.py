@@ -9,13 +9,16 @@ import gc
 import pytest
 from builders import make_report, make_spec
 
+from firewall.artefact import Artefact, EvalReport, RunInfo
 from firewall.errors import ExitCode
 from firewall.lifecycle import Entry
-from firewall.pipeline.stages import outliving, plan
+from firewall.pipeline.stages import judge, outliving, plan
 from firewall.pipeline.verdict import in_quarantine, summarise
 from firewall.policy import Status
 from firewall.runner import Schedule, Task
 from firewall.runner.seeds import trial_seed
+from firewall.runner.trial import TrialRecord, record_from_payload
+from firewall.spec import EvalSpec
 
 
 @pytest.mark.parametrize(
@@ -106,3 +109,66 @@ def test_a_run_keeps_what_existed_before_it_frozen_and_leaves_the_collector_as_i
         run()
     assert frozen[0] > 0, "the objects of the process, frozen while it runs"
     assert gc.get_freeze_count() == 0, "and unfrozen after, also when it was interrupted"
+
+
+def _probed(spec: EvalSpec, payloads: list[object]) -> list[TrialRecord]:
+    """The records the runner makes of these payloads (a bare score takes the fast path)."""
+    return [
+        record_from_payload(
+            payload,
+            index=i,
+            seed=100 + i,
+            pass_score=spec.pass_score,
+            duration_s=0.25,
+            in_flight=2,
+        )
+        for i, payload in enumerate(payloads)
+    ]
+
+
+def test_the_artefact_written_from_the_fast_built_models_is_the_validated_ones_byte_for_byte() -> (
+    None
+):
+    """Records of bare scores and decisions' statistics are built without validation (a
+    run makes them by the thousand): written, the artefact reads back into validated
+    models that write it again byte for byte, for every kind of probe."""
+    bare = [{"score": s} for s in (0.9, 0.91, 0.88, 0.9, 0.2, 0.93, 1)]
+    rich = [
+        {
+            "score": 0.5,
+            "items": {"q1": 1.0, "q2": 0.0},
+            "fields": {"label": "a"},
+            "metrics": {"latency_ms": 120.0, "tokens": 30},
+            "model_id": "m1",
+        },
+        {
+            "score": 1.0,
+            "items": {"q1": 1.0, "q2": 1.0},
+            "fields": {"label": "b"},
+            "metrics": {"latency_ms": 80.0, "tokens": 20},
+            "prompt_version": "v2",
+        },
+        {"error": "rate limited"},
+        {"score": 0.5, "items": {"q1": 0.0, "q2": 1.0}, "violations": ["pii"]},
+    ]
+    cases = [
+        (make_spec(id="bare"), bare),
+        (make_spec(id="constant", k=3), [{"score": 1.0}] * 3),
+        (make_spec(id="rich", k=4, max_errors=1), rich),
+        (make_spec(id="gated", k=5, min_pass_rate=0.6), [{"passed": True}] * 4 + [{"score": 0}]),
+        (make_spec(id="errored", k=3), [{"error": "boom"}, "not an object", {"score": 2}]),
+    ]
+    started = dt.datetime(2026, 12, 2, 5, 0, tzinfo=dt.timezone.utc)
+
+    def written() -> tuple[list[EvalReport], str]:
+        reports = [judge(spec, _probed(spec, payloads)) for spec, payloads in cases]
+        return reports, Artefact(
+            run=RunInfo(mode="run", base_seed=7, started_at=started, finished_at=started),
+            summary=summarise(reports, True),
+            evals=reports,
+        ).to_json()
+
+    reports, text = written()
+    assert Artefact.model_validate_json(text).to_json() == text
+    assert written()[1] == text, "the same inputs, the same bytes"
+    assert {report.status for report in reports} >= {Status.PASS, Status.QUARANTINE}
