@@ -12,13 +12,13 @@ import datetime as dt
 import gc
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypedDict
 
 from firewall import adaptive, judging
 from firewall._stats import Stats
 from firewall.adaptive import Stop
 from firewall.artefact import Artefact, EvalReport, RunInfo
-from firewall.diagnostics import diagnose
+from firewall.diagnostics import CaseFlip, Hint, ValueCount, case_flips, field_drift, hints
 from firewall.lifecycle import Entry
 from firewall.pipeline import rejudge, verdict
 from firewall.pipeline.suites import noted, registry_entry
@@ -150,7 +150,7 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
     if decision.status is Status.QUARANTINE and spec.judge is not None:  # settled ones too
         reason = judging.attributed(decision.reason, spec, trials)
         decision = decision.model_copy(update={"reason": reason})
-    report = report_for(
+    return report_for(
         spec,
         decision.status,
         decision.reason,
@@ -159,23 +159,31 @@ def judge(spec: EvalSpec, trials: list[TrialRecord], *, blocking: bool | None = 
         checks=list(decision.checks),
         blocking=blocking,
         stop=stop,
+        # A test case: its failure messages are not output to drift.
+        diagnosed=None if spec.suite is not None else diagnostics(trials, decision.status, spec),
     )
-    if spec.suite is not None:  # a test case: its failure messages are not output to drift
-        return report
-    return explain(report, pass_score=spec.pass_score)
 
 
-def explain(report: EvalReport, *, pass_score: float) -> EvalReport:
-    """Attach the diagnostics: field drift, flipping cases, and cause hints where unstable."""
-    wants_hints = report.status in (Status.QUARANTINE, Status.QUARANTINED, Status.ERROR)
-    diagnosis = diagnose(report.trials, pass_score=pass_score, with_hints=wants_hints)
-    return report.model_copy(
-        update={
-            "drift": diagnosis.drift_rates(),
-            "distributions": {d.name: d.distribution for d in diagnosis.drift},
-            "flips": diagnosis.flips,
-            "hints": diagnosis.hints,
-        }
+class Diagnostics(TypedDict):
+    """What a report says beyond its decision (``firewall.diagnostics``), by field."""
+
+    drift: dict[str, float]
+    distributions: dict[str, list[ValueCount]]
+    flips: list[CaseFlip]
+    hints: list[Hint]
+
+
+def diagnostics(trials: Sequence[TrialRecord], status: Status, spec: EvalSpec) -> Diagnostics:
+    """Field drift, flipping cases, and cause hints where unstable: the parts of
+    ``firewall.diagnostics.diagnose`` a report keeps, without the rest (it runs per eval)."""
+    drift = field_drift(trials)
+    flips = case_flips(trials, pass_score=spec.pass_score)
+    unstable = status in (Status.QUARANTINE, Status.QUARANTINED, Status.ERROR)
+    return Diagnostics(
+        drift={entry.name: entry.drift for entry in sorted(drift, key=lambda d: d.name)},
+        distributions={entry.name: entry.distribution for entry in drift},
+        flips=flips,
+        hints=hints(trials, flips=flips, drift=drift) if unstable else [],
     )
 
 
@@ -201,7 +209,9 @@ def report_for(
     checks: list[Check] | None = None,
     blocking: bool | None = None,
     stop: Stop | None = None,
+    diagnosed: Diagnostics | None = None,
 ) -> EvalReport:
+    found = diagnosed or Diagnostics(drift={}, distributions={}, flips=[], hints=[])
     return EvalReport(
         id=spec.id,
         status=status,
@@ -217,6 +227,10 @@ def report_for(
         tags=list(spec.tags),
         owner=spec.owner,
         stop=stop,
+        drift=found["drift"],
+        distributions=found["distributions"],
+        flips=found["flips"],
+        hints=found["hints"],
     )
 
 
