@@ -10,9 +10,10 @@ import pytest
 from builders import make_report, make_spec
 
 from firewall.artefact import Artefact, EvalReport, RunInfo
+from firewall.diagnostics import diagnose
 from firewall.errors import ExitCode
 from firewall.lifecycle import Entry
-from firewall.pipeline.stages import judge, outliving, plan
+from firewall.pipeline.stages import diagnostics, judge, outliving, plan
 from firewall.pipeline.verdict import in_quarantine, summarise
 from firewall.policy import Status
 from firewall.runner import Schedule, Task
@@ -172,3 +173,35 @@ def test_the_artefact_written_from_the_fast_built_models_is_the_validated_ones_b
     assert Artefact.model_validate_json(text).to_json() == text
     assert written()[1] == text, "the same inputs, the same bytes"
     assert {report.status for report in reports} >= {Status.PASS, Status.QUARANTINE}
+
+
+@pytest.mark.parametrize("status", [Status.PASS, Status.QUARANTINE])
+def test_a_reports_diagnostics_are_what_diagnose_finds(status: Status) -> None:
+    spec = make_spec(k=4, threshold=0.5)
+    trials = _probed(
+        spec,
+        [
+            {
+                "score": 0.5,
+                "items": {"q1": 1.0, "q2": 0.0},
+                "fields": {"label": "a"},
+                "model_id": "m1",
+            },
+            {
+                "score": 1.0,
+                "items": {"q1": 1.0, "q2": 1.0},
+                "fields": {"label": "b"},
+                "model_id": "m2",
+            },
+            {"score": 0.0, "items": {"q1": 0.0, "q2": 0.0}, "fields": {"tone": "dry"}},
+            {"error": "rate limited"},
+        ],
+    )
+    found = diagnose(trials, pass_score=spec.pass_score, with_hints=status is Status.QUARANTINE)
+    assert diagnostics(trials, status, spec) == {
+        "drift": found.drift_rates(),
+        "distributions": {entry.name: entry.distribution for entry in found.drift},
+        "flips": found.flips,
+        "hints": found.hints,
+    }
+    assert found.flips and found.drift and (found.hints or status is Status.PASS)
