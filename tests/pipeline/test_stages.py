@@ -110,6 +110,13 @@ def test_a_run_keeps_what_existed_before_it_frozen_and_leaves_the_collector_as_i
         run()
     assert frozen[0] > 0, "the objects of the process, frozen while it runs"
     assert gc.get_freeze_count() == 0, "and unfrozen after, also when it was interrupted"
+    gc.freeze()  # a host process that froze its own objects: they stay frozen
+    try:
+        with outliving(), outliving():
+            pass
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
 
 
 def _probed(spec: EvalSpec, payloads: list[object]) -> list[TrialRecord]:
