@@ -283,6 +283,9 @@ def probe_part(
     ``rejudge_always``: evals with a judge whose outputs are judged again whatever
     they showed (the nightly's quarantined ones)."""
     started = ctx.clock()
+    # The commit the trials run on, read before them: its git calls then overlap the pool
+    # workers' boot instead of standing between the last trial and the decision.
+    git = ctx.git
     base_seed = seed.draw()
     schedule = plan(probed, base_seed, k)
     grouped, complete = probe(
@@ -304,8 +307,8 @@ def probe_part(
         finished_at=ctx.clock(),
         complete=complete,
         shard=str(shard) if shard else None,
-        git_sha=ctx.git.sha,
-        git_ref=ctx.git.ref,
+        git_sha=git.sha,
+        git_ref=git.ref,
         specs=specs,
         trials={
             spec.id: grouped.get(spec.id, [])

@@ -112,6 +112,7 @@ class _PoolWorker:
         self._boot_s: float | None = None  # until the first trial's outcome carries it
         self._ready: float | None = None  # when the worker had booted
         self.alive = True
+        self._ending = False  # killed by ``end``: once
         self.proc = subprocess.Popen(
             worker_command("--pool"),
             cwd=cwd,
@@ -268,18 +269,28 @@ class _PoolWorker:
             pending.resolve()
 
     def kill(self) -> None:
+        self._signal()
+        self.proc.wait()
+
+    def _signal(self) -> None:
         stray = descendants(self.proc.pid)  # in sessions of their own: the group kill misses them
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         kill_all(stray)
-        self.proc.wait()
 
-    def close(self) -> None:
+    def end(self) -> None:
+        """Kill the worker and what it started, without waiting for them to go (``close``)."""
         with self._lock:
             self.alive = False
-        self.kill()
+            ending, self._ending = not self._ending, True
+        if ending:
+            self._signal()
+
+    def close(self) -> None:
+        self.end()
+        self.proc.wait()
         self._reader.join(timeout=5)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
@@ -373,5 +384,7 @@ class AsyncPool:
         with self._lock:
             workers, self._workers = [*self._workers, *self._retired], []
             self._retired = []
+        for worker in workers:  # all killed first: their ends overlap instead of queueing
+            worker.end()
         for worker in workers:
             worker.close()

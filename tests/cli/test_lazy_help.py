@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from firewall.cli import COMMANDS, SUMMARIES, main
 
@@ -46,4 +48,19 @@ def test_help_and_version_import_no_command_and_no_config_model(
 def test_list_loads_no_run_pipeline_and_no_github(project: object) -> None:
     loaded = loaded_after(["list"], str(project))
     for heavy in ("firewall.pipeline.run", "firewall.report.terminal", "github"):
+        assert heavy not in loaded, heavy
+
+
+def test_gate_loads_no_event_loop_and_no_github_client(project: Path) -> None:
+    """`firewall gate` decides trials read from files: no pool worker's asyncio, and with
+    --no-issues no PyGithub (`firewall.github.client` alone imports it)."""
+    (project / "firewall.toml").write_text(
+        'k = 3\n[[evals]]\nid = "good"\ncommand = "echo \'{\\"score\\": 1}\'"\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["probe", "--out", "part.json"])
+    assert result.exit_code == 0, result.output
+    loaded = loaded_after(["gate", "part.json", "--no-issues"], str(project))
+    assert "firewall.pipeline.run" in loaded  # it did decide
+    for heavy in ("asyncio", "github", "firewall.github.client"):
         assert heavy not in loaded, heavy

@@ -7,6 +7,7 @@ import pytest
 from firewall.config import Settings, parse_settings
 from firewall.spec import EvalSpec, Source
 from firewall.store.parts import plugin_nodeid, plugin_spec
+from firewall.testids import from_nodeid
 
 NODEID = "tests/test_checkout.py::test_total"
 EVAL_ID = "tests/test_checkout.py/test_total"
@@ -46,3 +47,31 @@ def test_every_global_setting_an_eval_takes_reaches_a_pytest_probe() -> None:
 def test_a_k_out_of_bounds_is_refused(k: int) -> None:
     with pytest.raises(ValueError, match="expected 3 to 10000 trials"):
         plugin_spec(EVAL_ID, NODEID, k=k, settings=SETTINGS, source=SOURCE)
+
+
+@pytest.mark.parametrize(
+    "nodeid",
+    [
+        NODEID,  # one plain word: read without shlex's tokenizer
+        "tests/test_a.py::test_b[x y]",  # quoted by the plugin
+        "tests/test_a.py::test_b[it's]",
+        "tests/test_a.py::test_b[#1]",
+    ],
+)
+def test_the_gate_reads_back_the_node_id_the_plugin_wrote(nodeid: str) -> None:
+    spec = plugin_spec(from_nodeid(nodeid), nodeid, k=5, settings=SETTINGS, source=SOURCE)
+    assert plugin_nodeid(spec) == nodeid
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "python -m pytest --firewall-replay {seed} tests/test_checkout.py::test_total x",
+        "python -m pytest --firewall-replay {seed} 'tests/test_checkout.py::test_total'",
+        "python -m pytest --firewall-replay {seed} ",
+        "python -m pytest --firewall-replay {seed} tests/test_checkout.py::test_other",
+    ],
+)
+def test_a_target_the_plugin_would_not_write_is_no_plugin_spec(target: str) -> None:
+    spec = plugin_spec(EVAL_ID, NODEID, k=5, settings=SETTINGS, source=SOURCE)
+    assert plugin_nodeid(spec.model_copy(update={"target": target})) is None
