@@ -29,7 +29,7 @@ from firewall.pipeline import effects, suites, verdict
 from firewall.pipeline.context import Context
 from firewall.pipeline.defined import kind_of
 from firewall.pipeline.run import Kept, keep, probe_part
-from firewall.pipeline.stages import TrialCounter, judge, run_info
+from firewall.pipeline.stages import TrialCounter, judge, outliving, run_info
 from firewall.policy import Status
 from firewall.runner.seeds import RANDOM, BaseSeed
 from firewall.spec import EvalSpec
@@ -62,6 +62,7 @@ class NightlyResult:
         return self.artefact.summary.exit_code
 
 
+@outliving()
 def nightly(
     ctx: Context,
     options: NightlyOptions,

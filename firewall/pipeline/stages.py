@@ -48,17 +48,17 @@ def outliving() -> Iterator[None]:
     specs) out of the garbage collector's sight (``gc.freeze``): all of it outlives the
     run, yet the records its trials leave set off full passes over every object there is
     (one took 40-65 ms in the middle of a 1,000-eval run's trials). Unfrozen when the run
-    ends, so that the process's collector is left as it was (the tests run many in one);
-    left alone when something is frozen already (an enclosing run, or a host process that
-    froze its own objects), whose to unfreeze they are."""
-    if gc.get_freeze_count():
-        yield
-        return
+    ends, so that the process's collector is left as it was (the tests run many in one),
+    unless something was frozen before it: the ``firewall`` command froze its imports
+    (``firewall.cli``) and ends with the run, and a host that froze its own objects
+    decides when to unfreeze them."""
+    frozen_before = gc.get_freeze_count()
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()
 
 
 def plan(specs: Sequence[EvalSpec], seed: int, k: int | None) -> Schedule:
