@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+from collections.abc import Sequence
 
 import pytest
 from builders import make_report, make_spec
@@ -121,7 +122,7 @@ def test_a_run_keeps_what_existed_before_it_frozen_and_leaves_the_collector_as_i
         gc.unfreeze()
 
 
-def _probed(spec: EvalSpec, payloads: list[object]) -> list[TrialRecord]:
+def _probed(spec: EvalSpec, payloads: Sequence[object]) -> list[TrialRecord]:
     """The records the runner makes of these payloads (a bare score takes the fast path)."""
     return [
         record_from_payload(
@@ -161,7 +162,7 @@ def test_the_artefact_written_from_the_fast_built_models_is_the_validated_ones_b
         {"error": "rate limited"},
         {"score": 0.5, "items": {"q1": 0.0, "q2": 1.0}, "violations": ["pii"]},
     ]
-    cases = [
+    cases: list[tuple[EvalSpec, Sequence[object]]] = [
         (make_spec(id="bare"), bare),
         (make_spec(id="constant", k=3), [{"score": 1.0}] * 3),
         (make_spec(id="rich", k=4, max_errors=1), rich),
