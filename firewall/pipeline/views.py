@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from firewall.constants import TREND_DAYS
 from firewall.discovery import discover
 from firewall.errors import FirewallError
 from firewall.pipeline import effects
@@ -17,9 +18,14 @@ def status_view(ctx: Context, *, days: int) -> StatusView:
     """`firewall status`: every quarantined eval with its trend, and the last recorded run."""
     entries = ctx.keeper.team_entries()
     at = ctx.clock()
+    # The default window's trend is drawn from each eval's newest runs, which the state
+    # branch keeps whole (RECENT_RUNS of them: a month of nightly probes, and more points
+    # than a sparkline draws at any cadence); a longer window adds the older runs' weekly
+    # means, which the branch keeps off its tip and fetches only for this.
+    since = at - dt.timedelta(days=days)
     view = build(
         entries,
-        ctx.history.recent(set(entries), since=at - dt.timedelta(days=days)),
+        ctx.history.recent(set(entries), since=since, weeks=days > TREND_DAYS),
         last_rows=ctx.history.last_run(),
         at=at,
         registry=ctx.settings.registry,

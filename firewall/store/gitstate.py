@@ -8,17 +8,20 @@ credentials, so that GitHub, GitLab, Jenkins and a laptop behave alike; no
 workflow step is needed and the work tree is never touched.
 
 The tip holds what CI commands read, and no more: ``recent.jsonl``, each
-eval's newest ``RECENT_RUNS`` runs (one line per eval); the newest run's own
-file (`firewall status`'s last run); and older runs rolled up, one row per
-eval per week, for calibration and long trends. So a CI command's read costs
-the same in a repository's first week as in its fifth year, and the tip grows
-only by a rollup week a week. Each push folds its run in and commits the new
-tip without a parent, so that the branch's history (what a plain ``git clone``
-fetches) is its tip. A push that loses the race is rebuilt on the new tip and
-pushed again, so concurrent jobs keep every row. Readers take the branch's tip
-only (``git fetch --depth 1``), and of it only the files they need. The files'
-formats are ``firewall.store.statefiles``'s; ``firewall.store.shared`` joins the
-branch with the local history file.
+eval's newest ``RECENT_RUNS`` runs (one line per eval), and the newest run's
+own file (`firewall status`'s last run). Older runs are rolled up, one row per
+eval per week, and each week is a ref of its own that no clone fetches
+(``firewall.store.weeks``): only a reader that asks for older weeks than the
+tip keeps (`firewall calibrate`, `status --days` beyond two weeks) fetches
+them, by name. So a CI command's fetch costs the same in a repository's first
+week as in its fifth year. Each push folds its run in and commits the new tip
+without a parent, so that the branch's history (what a plain ``git clone``
+fetches) is its tip; the weeks it changes are pushed with it, atomically. A
+push that loses the race is rebuilt on the new tip and pushed again, so
+concurrent jobs keep every row. Readers take the branch's tip only (``git
+fetch --depth 1``), and of it only the files they need. The files' formats are
+``firewall.store.statefiles``'s; ``firewall.store.shared`` joins the branch
+with the local history file.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ import subprocess
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from firewall.constants import RECENT_RUNS
+from firewall.store import weeks as week_refs
 from firewall.store.git import IDENTITY, Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow
 from firewall.store.statefiles import (
@@ -51,22 +55,28 @@ from firewall.store.statefiles import (
     run_file,
     week_of,
 )
+from firewall.store.weeks import last_day, path_of, remote_ref, week_of_path
+from firewall.timeutil import to_text
 
 STATE_REF = "refs/firewall/state"  # where the fetched tip is kept in the local repository
 PUSH_WINDOW_S = 60.0  # a push that keeps losing races retries this long, not a fixed count
 # Run files of an older firewall (which kept two weeks of them) folded in by one push: a
 # big branch is taken over in a few pushes, none of which holds it all in memory.
 MIGRATE_FILES = 30
+# Rollup weeks an older firewall kept on the tip, moved to refs of their own by one push
+# (a week with no ref yet moves as it is, unread): a year's weeks leave in a few pushes.
+MIGRATE_WEEKS = 16
 
 
 @dataclasses.dataclass
 class GitState:
     """The state branch of one remote, fetched at most once per command.
 
-    A reader takes ``recent.jsonl`` (its other evals' lines unparsed) and, only where that
-    cannot answer, the rollup weeks its window reaches into: a year of state costs a CI
-    command what a week costs. A file is read once per command, whatever the number of
-    reads; a push reads the recent file and the rollup weeks its fold changes.
+    A reader takes ``recent.jsonl`` (its other evals' lines unparsed); a reader that asks
+    for ``weeks`` also fetches the rolled-up weeks its window reaches into, where the
+    recent file does not reach back far enough: a year of state costs a CI command what a
+    week costs. A file is read once per command, whatever the number of reads; a push
+    reads the recent file and the weeks its fold changes.
     """
 
     cwd: Path
@@ -90,14 +100,17 @@ class GitState:
         *,
         last: int | None = None,
         ref: str | None = None,
+        weeks: bool = False,
     ) -> list[HistoryRow]:
         """The tip's rows built at ``since`` or later (all of them without), oldest first;
         with ``eval_ids``, only those evals'; with ``ref``, only runs on that git ref; with
         ``last``, only each eval's newest ``last``.
 
-        ``recent.jsonl`` holds each eval's newest runs; rollup weeks are read only when it
-        cannot answer (no ``last``, or an eval with fewer rows there), and only those that
-        reach into the window. Run files it already holds are not read again.
+        The rows are each eval's newest runs, from ``recent.jsonl`` (and the run files of
+        an older firewall it does not hold yet). With ``weeks``, older runs come too, as
+        one row per eval per week: the rolled-up weeks of the window, fetched by name, and
+        only for evals whose newest runs do not reach back to ``since`` (or number fewer
+        than ``last``). A rolled-up week is of no ref: it never answers ``ref``.
         """
         tip = self.tip()
         if tip is None:
@@ -106,13 +119,39 @@ class GitState:
         listing = [
             (blob, name) for blob, name in self._listing(tip) if (_file_day(name) or "") >= day
         ]
-        by_eval = self._runs_by_eval(tip, listing, eval_ids, since=since, ref=ref, last=last)
+        if not weeks or ref is not None:
+            by_eval = self._runs_by_eval(tip, listing, eval_ids, since=since, ref=ref, last=last)
+            return _chosen(by_eval, eval_ids, since=since, ref=ref, last=last)
+        by_eval = self._runs_by_eval(tip, listing, eval_ids, since=None, ref=None, last=None)
         wanted = set(by_eval if eval_ids is None else eval_ids)
-        short = wanted if last is None else {e for e in wanted if len(by_eval.get(e, ())) < last}
-        if short and ref is None:  # a rolled-up week is of no ref: it never answers one
-            weeks = [(blob, name) for blob, name in listing if name.startswith("rollup/")]
-            self._add_weeks(by_eval, weeks, None if eval_ids is None else short)
+        short = {e for e in wanted if not _reaches(by_eval.get(e, ()), since, last)}
+        if since is None or short or not wanted:
+            files = [(blob, name) for blob, name in listing if name.startswith("rollup/")]
+            files += self._weeks_of(by_eval, short, since)
+            self._add_weeks(by_eval, files, None if eval_ids is None else short)
         return _chosen(by_eval, eval_ids, since=since, ref=ref, last=last)
+
+    def _weeks_of(
+        self, by_eval: Mapping[str, list[HistoryRow]], short: Collection[str], since: str | None
+    ) -> list[tuple[str, str]]:
+        """The rolled-up weeks the ``short`` evals' window reaches into, fetched: from the
+        week of ``since`` (the first there is without) to the week of their oldest run in
+        the recent file; as (object, path), the object ``<commit>:rollup/<week>.jsonl``."""
+        names: list[str] | None = None
+        if since is not None:
+            newest = [row.build_ts for kept in by_eval.values() for row in kept]
+            oldest = [min(row.build_ts for row in by_eval[e]) for e in short if by_eval.get(e)]
+            upto = max(oldest) if len(oldest) == len(short) else max([since, *newest])
+            names = week_refs.weeks_between(
+                since, max(upto, to_text(dt.datetime.now(dt.timezone.utc)))
+            )
+        fetched = week_refs.fetch(self._g, self.remote, self.branch, names, auth=self._auth)
+        day = since[:10] if since else ""
+        return [
+            (f"{commit}:{path_of(week)}", path_of(week))
+            for week, commit in sorted(fetched.items())
+            if (last_day(week) or "") >= day
+        ]
 
     def _runs_by_eval(
         self,
@@ -236,13 +275,18 @@ class GitState:
             changes = dict(fixed)
             for name, update in (updates or {}).items():
                 changes[name] = update(self._text(self._tip, name))
+            fallen: dict[str, list[HistoryRow]] = {}
             if rows:
-                changes.update(self._folded(self._tip, rows, keep_runs))
+                folded, fallen = self._folded(self._tip, rows, keep_runs)
+                changes.update(folded)
+            leaving, archived = self._archived(self._tip, fallen)
+            changes.update(leaving)
             # Every push starts the branch anew: a parentless commit, so that the branch's
             # history is its tip, and a full clone fetches what a shallow one does, not a
             # year of superseded files. It replaces the tip only if the tip is still the one
-            # it was built on (the lease); a racing writer sees a stale lease or a
-            # non-fast-forward and rebuilds on the new tip, as after any lost race.
+            # it was built on (the lease), and each week it changes only if that week is
+            # still the one it read; all or none (--atomic). A racing writer sees a stale
+            # lease or a non-fast-forward and rebuilds on the new tip, as after any lost race.
             commit = self._git(
                 "commit-tree",
                 self._tree(self._tip, changes),
@@ -251,6 +295,11 @@ class GitState:
                 extra_env=IDENTITY,
             )
             ref = f"refs/heads/{self.branch}"
+            leases = [f"--force-with-lease={ref}:{self._tip or ''}"]
+            specs = [f"{commit}:{ref}"]
+            for week, (new, old) in sorted(archived.items()):
+                leases.append(f"--force-with-lease={remote_ref(self.branch, week)}:{old or ''}")
+                specs.append(f"{new}:{remote_ref(self.branch, week)}")
             pushed = self._run(
                 # recent.jsonl is rewritten whole by every push: a delta search against the
                 # last one and a thorough deflate cost the job a second of CPU at 5,000
@@ -261,9 +310,10 @@ class GitState:
                 "pack.compression=1",
                 "push",
                 "--quiet",
-                f"--force-with-lease={ref}:{self._tip or ''}",
+                *(["--atomic"] if len(specs) > 1 else []),
+                *leases,
                 self.remote,
-                f"{commit}:{ref}",
+                *specs,
                 extra_env=self._auth,
             )
             if pushed.returncode == 0:
@@ -367,7 +417,12 @@ class GitState:
         texts, at = [], 0
         for _ in names:
             header_end = out.index(b"\n", at)
-            size = int(out[at:header_end].split()[2])
+            header = out[at:header_end].split()
+            if len(header) != 3:  # "<name> missing": a week's commit without its file
+                texts.append("")
+                at = header_end + 1
+                continue
+            size = int(header[2])
             texts.append(out[header_end + 1 : header_end + 1 + size].decode("utf-8", "replace"))
             at = header_end + 1 + size + 1
         return texts
@@ -376,9 +431,9 @@ class GitState:
 
     def _folded(
         self, tip: str | None, rows: Sequence[HistoryRow], keep: int
-    ) -> dict[str, str | None]:
-        """The files a run's rows change: ``recent.jsonl``, the rollup weeks of the rows
-        that fall out of it, and ``runs/`` (the newest run's file alone).
+    ) -> tuple[dict[str, str | None], dict[str, list[HistoryRow]]]:
+        """The tip's files a run's rows change (``recent.jsonl``, and ``runs/``: the newest
+        run's file alone), and the rows that fall out of the recent file, by week.
 
         Run files ``recent.jsonl`` does not hold yet (an older firewall kept two weeks of
         them) are folded in too, ``MIGRATE_FILES`` a push, the newest first.
@@ -403,11 +458,36 @@ class GitState:
         by_week: dict[str, list[HistoryRow]] = defaultdict(list)
         for row in fallen:
             by_week[week_of(row.build_ts)].append(row)
-        for week, old in by_week.items():
-            name = f"rollup/{week}.jsonl"
-            previous = list(parse_rollup(self._text(tip, name) or ""))
-            changes[name] = render_rollup(week, [*previous, *roll_up(old)])
-        return changes
+        return changes, by_week
+
+    def _archived(
+        self, tip: str | None, fallen: Mapping[str, Sequence[HistoryRow]]
+    ) -> tuple[dict[str, str | None], dict[str, tuple[str, str | None]]]:
+        """The weeks a push changes: the tip's rollup files that leave it, and per week its
+        new commit and the commit it replaces (None for a new week's ref).
+
+        They are the weeks the fallen rows fall into (each merged with its rollup so far),
+        and the weeks an older firewall left on the tip, ``MIGRATE_WEEKS`` a push: one
+        with no ref yet moves as it is, unread; one with a ref too is merged with it.
+        """
+        on_tip = {week: blob for blob, name in self._listing(tip) if (week := week_of_path(name))}
+        targets = set(fallen) | set(sorted(on_tip)[:MIGRATE_WEEKS])
+        if not targets:
+            return {}, {}
+        old = week_refs.fetch(self._g, self.remote, self.branch, targets, auth=self._auth)
+        blobs: dict[str, str] = {}
+        for week in sorted(targets):
+            if week not in fallen and week not in old:
+                blobs[week] = on_tip[week]
+                continue
+            sources = [f"{tip}:{path_of(week)}"] if week in on_tip else []
+            sources += [f"{old[week]}:{path_of(week)}"] if week in old else []
+            previous = [row for text in self._blobs_by_id(sources) for row in parse_rollup(text)]
+            merged = render_rollup(week, [*previous, *roll_up(fallen.get(week, ()))])
+            blobs[week] = self._g.blob(merged)
+        made = week_refs.commits(self._g, blobs, message="firewall: the rollup of")
+        leaving: dict[str, str | None] = {path_of(week): None for week in targets if week in on_tip}
+        return leaving, {week: (made[week], old.get(week)) for week in targets}
 
     def _tree(self, tip: str | None, changes: Mapping[str, str | None]) -> str:
         """The tip's tree with ``changes`` made: a file's new text, or None to remove it."""
@@ -493,12 +573,19 @@ def _file_day(name: str) -> str | None:
     file that is neither."""
     if name.startswith("runs/"):
         return _run_day(name)
-    week = name.removeprefix("rollup/").removesuffix(".jsonl")
-    try:
-        year, number = week.split("-W")
-        return dt.date.fromisocalendar(int(year), int(number), 7).isoformat()
-    except ValueError:
-        return None
+    week = week_of_path(name)
+    return last_day(week) if week else None
+
+
+def _reaches(rows: Iterable[HistoryRow], since: str | None, last: int | None) -> bool:
+    """Whether an eval's newest runs answer a window alone: they reach back before ``since``,
+    or hold ``last`` runs of it. Otherwise its older runs may be in rolled-up weeks."""
+    if since is None:
+        return False
+    kept = [row.build_ts for row in rows]
+    return any(ts < since for ts in kept) or (
+        last is not None and sum(ts >= since for ts in kept) >= last
+    )
 
 
 def _refused(stderr: str) -> str | None:

@@ -133,11 +133,17 @@ class HistoryStore(Protocol):
         since: dt.datetime,
         last: int | None = None,
         ref: str | None = None,
+        weeks: bool = False,
     ) -> list[HistoryRow]:
         """The rows built at ``since`` or later, as ``scan`` orders them, at the cost of
         those rows only: however old the history, a trend window reads the window. With
         ``ref``, only rows of runs on that git ref; with ``last``, only each eval's newest
-        ``last`` of them (a sparkline's points, a baseline's runs)."""
+        ``last`` of them (a sparkline's points, a baseline's runs).
+
+        A store that keeps only each eval's newest runs whole (the state branch) gives
+        those alone, unless ``weeks`` asks for the older ones too, as one row per eval per
+        week (mode ``rollup``, of no ref), which it may have to fetch. A store that keeps
+        every run ignores ``weeks``."""
 
     def medians(
         self, eval_ids: Collection[str], *, since: dt.datetime, last: int
@@ -332,10 +338,12 @@ class LocalHistory:
         since: dt.datetime,
         last: int | None = None,
         ref: str | None = None,
+        weeks: bool = False,
         chunk: int = 1 << 18,
     ) -> list[HistoryRow]:
         """Rows built at ``since`` or later, in file order, read backwards from the end;
-        with ``ref`` and ``last`` as ``HistoryStore.recent`` says.
+        with ``ref`` and ``last`` as ``HistoryStore.recent`` says (the file keeps every
+        run whole: ``weeks`` changes nothing).
 
         Runs append their rows when they finish, so the file is in time order give or
         take the length of a run: the read stops at a row older than ``since`` by

@@ -136,8 +136,11 @@ def render_rollup(week: str, rows: Sequence[HistoryRow]) -> str:
     latest: dict[str, HistoryRow] = {}
     for row in rows:
         kept = latest.get(row.eval_id)
-        if kept is None or row.build_ts >= kept.build_ts:
-            latest[row.eval_id] = _merge(kept, row) if kept else row
+        if kept is None:
+            latest[row.eval_id] = row
+        else:  # in either order: concurrent jobs' runs fall out of the recent file unsorted
+            earlier, later = (kept, row) if row.build_ts >= kept.build_ts else (row, kept)
+            latest[row.eval_id] = _merge(earlier, later)
     header = json.dumps({"schema_version": FORMAT_VERSION, "week": week}, separators=(",", ":"))
     body = [_compact(row) for _, row in sorted(latest.items())]
     return "\n".join([header, *body]) + "\n"
