@@ -45,13 +45,12 @@ from firewall.store.history import HistoryRow
 from firewall.store.statefiles import (
     RECENT,
     fold_recent,
+    fold_week,
     parse_file,
     parse_rollup,
     recent_medians,
     recent_rows,
     recent_run_ids,
-    render_rollup,
-    roll_up,
     run_file,
     week_of,
 )
@@ -88,7 +87,8 @@ class GitState:
     _fetched: bool = dataclasses.field(default=False, repr=False)
     _parsed: dict[str, list[HistoryRow]] = dataclasses.field(default_factory=dict, repr=False)
     _skipped: list[str] = dataclasses.field(default_factory=list, repr=False)
-    _recent: tuple[str, str] | None = dataclasses.field(default=None, repr=False)
+    _recent: tuple[str, bytes] | None = dataclasses.field(default=None, repr=False)
+    _listed: dict[str, list[tuple[str, str]]] = dataclasses.field(default_factory=dict, repr=False)
 
     def describe(self) -> str:
         return f"{self.remote}/{self.branch}"
@@ -348,16 +348,19 @@ class GitState:
         return push_auth(self._g, self.remote, self.env)
 
     def _listing(self, tip: str | None) -> list[tuple[str, str]]:
-        """The tip's run and rollup files, as (blob, path): one ``ls-tree``, no contents."""
+        """The tip's run and rollup files, as (blob, path): one ``ls-tree`` per tip, no
+        contents."""
         if tip is None:
             return []
-        listed = self._git("ls-tree", "-r", tip, "--", "runs/", "rollup/").splitlines()
-        files = []
-        for line in listed:
-            info, _, name = line.partition("\t")
-            if name.endswith(".jsonl") and _file_day(name) is not None:
-                files.append((info.split()[-1], name))
-        return files
+        if tip not in self._listed:
+            listed = self._git("ls-tree", "-r", tip, "--", "runs/", "rollup/").splitlines()
+            files = []
+            for line in listed:
+                info, _, name = line.partition("\t")
+                if name.endswith(".jsonl") and _file_day(name) is not None:
+                    files.append((info.split()[-1], name))
+            self._listed[tip] = files
+        return self._listed[tip]
 
     def _rows_of(self, files: Sequence[tuple[str, str]]) -> list[HistoryRow]:
         """The files' rows, each blob parsed once per command; what cannot be read is
@@ -385,10 +388,11 @@ class GitState:
             self._said_of(name, skipped)
         return rows
 
-    def _recent_text(self, tip: str) -> str:
-        """The tip's ``recent.jsonl``, read once per command ("" when there is none)."""
+    def _recent_text(self, tip: str) -> bytes:
+        """The tip's ``recent.jsonl``, read once per command (empty when there is none), as
+        bytes: a reader decodes the lines it wants, not ten megabytes at 5,000 evals."""
         if self._recent is None or self._recent[0] != tip:
-            self._recent = (tip, self._text(tip, RECENT) or "")
+            self._recent = (tip, self._raw([f"{tip}:{RECENT}"])[0] or b"")
         return self._recent[1]
 
     def _said_of(self, name: str, skipped: Sequence[str]) -> None:
@@ -409,23 +413,27 @@ class GitState:
         return self._blobs_by_id([f"{tip}:{name}" for name in names])
 
     def _blobs_by_id(self, objects: Sequence[str]) -> list[str]:
-        names = objects
-        if not names:
+        """The objects' texts ("" for one that is missing: a week's commit without its file)."""
+        return [(raw or b"").decode("utf-8", "replace") for raw in self._raw(objects)]
+
+    def _raw(self, objects: Sequence[str]) -> list[bytes | None]:
+        """The objects' contents in one ``git cat-file --batch``; None for a missing one."""
+        if not objects:
             return []
-        request = "".join(f"{name}\n" for name in names).encode()
-        out = self._g.batch(request)
-        texts, at = [], 0
-        for _ in names:
+        out = self._g.batch("".join(f"{name}\n" for name in objects).encode())
+        found: list[bytes | None] = []
+        at = 0
+        for _ in objects:
             header_end = out.index(b"\n", at)
             header = out[at:header_end].split()
-            if len(header) != 3:  # "<name> missing": a week's commit without its file
-                texts.append("")
+            if len(header) != 3:  # "<name> missing"
+                found.append(None)
                 at = header_end + 1
                 continue
             size = int(header[2])
-            texts.append(out[header_end + 1 : header_end + 1 + size].decode("utf-8", "replace"))
+            found.append(out[header_end + 1 : header_end + 1 + size])
             at = header_end + 1 + size + 1
-        return texts
+        return found
 
     # --- writing ---------------------------------------------------------------------
 
@@ -482,9 +490,8 @@ class GitState:
                 continue
             sources = [f"{tip}:{path_of(week)}"] if week in on_tip else []
             sources += [f"{old[week]}:{path_of(week)}"] if week in old else []
-            previous = [row for text in self._blobs_by_id(sources) for row in parse_rollup(text)]
-            merged = render_rollup(week, [*previous, *roll_up(fallen.get(week, ()))])
-            blobs[week] = self._g.blob(merged)
+            texts = self._blobs_by_id(sources)
+            blobs[week] = self._blob(fold_week(week, texts, fallen.get(week, ())))
         made = week_refs.commits(self._g, blobs, message="firewall: the rollup of")
         leaving: dict[str, str | None] = {path_of(week): None for week in targets if week in on_tip}
         return leaving, {week: (made[week], old.get(week)) for week in targets}
@@ -499,19 +506,28 @@ class GitState:
                 if text is None:
                     self._git("update-index", "--force-remove", path, extra_env=index)
                     continue
-                blob = self._git("hash-object", "-w", "--stdin", stdin=text)
+                blob = self._blob(text)
                 self._git(
                     "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index
                 )
             return self._git("write-tree", extra_env=index)
 
-    def _text(self, tip: str | None, name: str) -> str | None:
-        if tip is None or not self._exists(tip, name):
-            return None
-        return self._blobs(tip, [name])[0]
+    def _blob(self, text: str) -> str:
+        """``text`` written as a blob: its id. A loose object deflated fast, not thoroughly:
+        the push deflates it again into its pack, and the checkout is thrown away (at
+        5,000 evals, git's default level spent a quarter of a second on recent.jsonl)."""
+        return self._git(
+            "-c", "core.looseCompression=1", "hash-object", "-w", "--stdin", stdin=text
+        )
 
-    def _exists(self, tip: str, name: str) -> bool:
-        return self._run("cat-file", "-e", f"{tip}:{name}").returncode == 0
+    def _text(self, tip: str | None, name: str) -> str | None:
+        """A file of the tip, or None when it has none: one ``cat-file``, which says which."""
+        if tip is None:
+            return None
+        if name == RECENT:
+            return self._recent_text(tip).decode("utf-8", "replace") or None
+        raw = self._raw([f"{tip}:{name}"])[0]
+        return None if raw is None else raw.decode("utf-8", "replace")
 
     # --- git -------------------------------------------------------------------------
 

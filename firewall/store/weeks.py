@@ -92,6 +92,8 @@ def fetch(
     fetched = git.run(
         "-c",
         "fetch.unpackLimit=1",  # kept as the pack came, as the tip is (Git.fetch_tip)
+        "-c",
+        "maintenance.auto=false",
         "fetch",
         "--quiet",
         "--no-tags",
