@@ -11,7 +11,7 @@ from firewall.pipeline import effects
 from firewall.pipeline.context import Context
 from firewall.pipeline.defined import kind_of
 from firewall.report.calibrate import Calibration, calibrate
-from firewall.report.status import StatusView, build
+from firewall.report.status import LastRun, StatusView, build
 
 
 def status_view(ctx: Context, *, days: int) -> StatusView:
@@ -26,13 +26,17 @@ def status_view(ctx: Context, *, days: int) -> StatusView:
     view = build(
         entries,
         ctx.history.recent(set(entries), since=since, weeks=days > TREND_DAYS),
-        last_rows=ctx.history.last_run(),
+        last_rows=[],  # the last run's counts are read alone, below
         at=at,
         registry=ctx.settings.registry,
         release_after=ctx.settings.nightly.release_after,
         days=days,
         defined=_defined_ids(ctx, set(entries)),
     )
+    if (last := ctx.history.last_run_summary()) is not None:
+        view.last_run = LastRun(
+            run_id=last.run_id, mode=last.mode, build_ts=last.build_ts, counts=dict(last.counts)
+        )
     declined = effects.declined_issues(ctx) if entries else {}
     for quarantined in view.quarantined:
         if quarantined.id in declined:

@@ -41,7 +41,7 @@ from pathlib import Path
 from firewall.constants import RECENT_RUNS
 from firewall.store import weeks as week_refs
 from firewall.store.git import IDENTITY, Git, StateError, last_line, push_auth
-from firewall.store.history import HistoryRow
+from firewall.store.history import HistoryRow, RunSummary
 from firewall.store.statefiles import (
     RECENT,
     fold_recent,
@@ -52,6 +52,7 @@ from firewall.store.statefiles import (
     recent_rows,
     recent_run_ids,
     run_file,
+    run_summary,
     week_of,
 )
 from firewall.store.weeks import last_day, path_of, remote_ref, week_of_path
@@ -220,6 +221,19 @@ class GitState:
         tip = self.tip()
         runs = [(blob, name) for blob, name in self._listing(tip) if name.startswith("runs/")]
         return self._rows_of([max(runs, key=lambda entry: entry[1])]) if runs else []
+
+    def last_run_summary(self) -> RunSummary | None:
+        """The newest run file's run and counts: its first line, where a run file says them
+        (an older one's rows are counted)."""
+        tip = self.tip()
+        runs = [(blob, name) for blob, name in self._listing(tip) if name.startswith("runs/")]
+        if not runs:
+            return None
+        blob, name = max(runs, key=lambda entry: entry[1])
+        skipped: list[str] = []
+        summary = run_summary(self._blobs_by_id([blob])[0], skipped=skipped.append)
+        self._said_of(name, skipped)
+        return summary
 
     def holds_history(self) -> bool:
         """Whether the tip holds any run or rollup (a new branch holds none yet)."""

@@ -114,6 +114,27 @@ class HistoryRow:
 _FIELDS = tuple(field.name for field in dataclasses.fields(HistoryRow))
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """The most recent run as `firewall status` shows it: which run, and how its evals came
+    out (a status to the number of evals that had it)."""
+
+    run_id: str
+    mode: str
+    build_ts: str
+    counts: Mapping[str, int]
+
+    @classmethod
+    def of(cls, rows: Sequence[HistoryRow]) -> RunSummary | None:
+        """The summary of one run's rows; None for no rows."""
+        if not rows:
+            return None
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row.status] = counts.get(row.status, 0) + 1
+        return cls(rows[0].run_id, rows[0].mode, rows[0].build_ts, counts)
+
+
 class HistoryStore(Protocol):
     """Where the history lives: appended to once per run, scanned by every reader."""
 
@@ -153,6 +174,10 @@ class HistoryStore(Protocol):
 
     def last_run(self) -> list[HistoryRow]:
         """The rows of the most recent run."""
+
+    def last_run_summary(self) -> RunSummary | None:
+        """The most recent run and its counts, at what they cost to read (the state branch
+        keeps them in the run file's first line); None when there is no run."""
 
 
 def sample_sd(values: Sequence[float]) -> float:
@@ -397,6 +422,10 @@ class LocalHistory:
                         return newest[::-1]
                     newest.append(row)
         return newest[::-1]
+
+    def last_run_summary(self) -> RunSummary | None:
+        """``HistoryStore.last_run_summary``, counted from ``last_run``'s rows."""
+        return RunSummary.of(self.last_run())
 
     def compact(self, *, keep_after: str) -> tuple[int, int]:
         """Drop rows whose build_ts is before ``keep_after`` (ISO text); return (kept, dropped)."""

@@ -11,7 +11,7 @@ from firewall.constants import RECENT_RUNS
 from firewall.lifecycle import Candidate, Progress
 from firewall.store.git import StateError
 from firewall.store.gitstate import GitState
-from firewall.store.history import HistoryRow, LocalHistory
+from firewall.store.history import HistoryRow, LocalHistory, RunSummary
 from firewall.store.progress import CANDIDATES, PROGRESS, Model, StateFile
 from firewall.timeutil import to_text
 
@@ -96,6 +96,12 @@ class SharedHistory:
         if not self._on_branch():
             return self.local.last_run()
         return self._shared(self.state.last_run) or []
+
+    def last_run_summary(self) -> RunSummary | None:
+        """The newest run file's run and counts, from its first line."""
+        if not self._on_branch():
+            return self.local.last_run_summary()
+        return self._shared(self.state.last_run_summary)
 
     def progress(self) -> dict[str, Progress] | None:
         """The nightly's progress per quarantined eval, or None when the branch has none."""

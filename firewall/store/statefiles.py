@@ -19,12 +19,12 @@ import dataclasses
 import datetime as dt
 import json
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from firewall.constants import RECENT_RUNS
-from firewall.store.history import HistoryRow
+from firewall.store.history import HistoryRow, RunSummary
 
 FORMAT_VERSION = 1
 DECIMALS = 4
@@ -37,7 +37,12 @@ _ROW_FIELDS = tuple(field.name for field in dataclasses.fields(HistoryRow))  # e
 def run_file(rows: Sequence[HistoryRow]) -> tuple[str, str]:
     """The path and text of one run's file."""
     first = rows[0]
-    header = {"schema_version": FORMAT_VERSION, **{f: getattr(first, f) for f in _RUN_FIELDS}}
+    header: dict[str, object] = {
+        "schema_version": FORMAT_VERSION,
+        **{f: getattr(first, f) for f in _RUN_FIELDS},
+    }
+    # `firewall status` shows the run's counts: said here, they cost a line, not 5,000 rows.
+    header["counts"] = dict(sorted(Counter(row.status for row in rows).items()))
     stamp = first.build_ts  # 2026-12-01T09:05:12Z
     path = (
         f"runs/{stamp[0:4]}/{stamp[5:7]}/{stamp[8:10]}/"
@@ -91,6 +96,31 @@ def parse_file(text: str, skipped: Callable[[str], None] | None = None) -> Itera
         data = _document(line, skipped)
         if data is not None and (row := _row({**data, **run}, skipped)) is not None:
             yield row
+
+
+def run_summary(text: str, skipped: Callable[[str], None] | None = None) -> RunSummary | None:
+    """The run a run file is of and its counts, from its header; counted from its rows
+    (as ``parse_file`` reads them) when the header does not say them. None for no rows."""
+    header = _document(next(_lines(text), ""), None)
+    counts = None if header is None else header.get("counts")
+    if (
+        header is None
+        or header.get("schema_version") != FORMAT_VERSION
+        or not isinstance(counts, dict)
+        or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in counts.values()
+        )
+    ):
+        return RunSummary.of(list(parse_file(text, skipped)))
+    if not counts:
+        return None
+    run_id, mode, build_ts = (header.get(f) for f in ("run_id", "mode", "build_ts"))
+    return RunSummary(
+        run_id if isinstance(run_id, str) else "",
+        mode if isinstance(mode, str) else "",
+        build_ts if isinstance(build_ts, str) else "",
+        counts,
+    )
 
 
 def week_of(build_ts: str) -> str:
@@ -234,7 +264,9 @@ def _fold_document(merged: dict[str, dict[str, Any]], document: dict[str, Any]) 
         merged[eval_id] = document
         return
     earlier, later = (
-        (kept, document) if document["build_ts"] >= kept["build_ts"] else (document, kept)
+        (kept, document)
+        if document.get("build_ts", "") >= kept.get("build_ts", "")
+        else (document, kept)
     )
     n_earlier, n_later = earlier.get("n") or 0, later.get("n") or 0
     folded = dict(later)
