@@ -160,6 +160,9 @@ class Git:
             # fetch's CPU at 5,000 evals), for a tip that is read once and replaced.
             "-c",
             "fetch.unpackLimit=1",
+            # A CI checkout is thrown away: no maintenance after the fetch (a process).
+            "-c",
+            "maintenance.auto=false",
             "fetch",
             "--quiet",
             "--no-tags",

@@ -114,6 +114,27 @@ class HistoryRow:
 _FIELDS = tuple(field.name for field in dataclasses.fields(HistoryRow))
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """The most recent run as `firewall status` shows it: which run, and how its evals came
+    out (a status to the number of evals that had it)."""
+
+    run_id: str
+    mode: str
+    build_ts: str
+    counts: Mapping[str, int]
+
+    @classmethod
+    def of(cls, rows: Sequence[HistoryRow]) -> RunSummary | None:
+        """The summary of one run's rows; None for no rows."""
+        if not rows:
+            return None
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row.status] = counts.get(row.status, 0) + 1
+        return cls(rows[0].run_id, rows[0].mode, rows[0].build_ts, counts)
+
+
 class HistoryStore(Protocol):
     """Where the history lives: appended to once per run, scanned by every reader."""
 
@@ -133,11 +154,17 @@ class HistoryStore(Protocol):
         since: dt.datetime,
         last: int | None = None,
         ref: str | None = None,
+        weeks: bool = False,
     ) -> list[HistoryRow]:
         """The rows built at ``since`` or later, as ``scan`` orders them, at the cost of
         those rows only: however old the history, a trend window reads the window. With
         ``ref``, only rows of runs on that git ref; with ``last``, only each eval's newest
-        ``last`` of them (a sparkline's points, a baseline's runs)."""
+        ``last`` of them (a sparkline's points, a baseline's runs).
+
+        A store that keeps only each eval's newest runs whole (the state branch) gives
+        those alone, unless ``weeks`` asks for the older ones too, as one row per eval per
+        week (mode ``rollup``, of no ref), which it may have to fetch. A store that keeps
+        every run ignores ``weeks``."""
 
     def medians(
         self, eval_ids: Collection[str], *, since: dt.datetime, last: int
@@ -147,6 +174,10 @@ class HistoryStore(Protocol):
 
     def last_run(self) -> list[HistoryRow]:
         """The rows of the most recent run."""
+
+    def last_run_summary(self) -> RunSummary | None:
+        """The most recent run and its counts, at what they cost to read (the state branch
+        keeps them in the run file's first line); None when there is no run."""
 
 
 def sample_sd(values: Sequence[float]) -> float:
@@ -332,10 +363,12 @@ class LocalHistory:
         since: dt.datetime,
         last: int | None = None,
         ref: str | None = None,
+        weeks: bool = False,
         chunk: int = 1 << 18,
     ) -> list[HistoryRow]:
         """Rows built at ``since`` or later, in file order, read backwards from the end;
-        with ``ref`` and ``last`` as ``HistoryStore.recent`` says.
+        with ``ref`` and ``last`` as ``HistoryStore.recent`` says (the file keeps every
+        run whole: ``weeks`` changes nothing).
 
         Runs append their rows when they finish, so the file is in time order give or
         take the length of a run: the read stops at a row older than ``since`` by
@@ -389,6 +422,10 @@ class LocalHistory:
                         return newest[::-1]
                     newest.append(row)
         return newest[::-1]
+
+    def last_run_summary(self) -> RunSummary | None:
+        """``HistoryStore.last_run_summary``, counted from ``last_run``'s rows."""
+        return RunSummary.of(self.last_run())
 
     def compact(self, *, keep_after: str) -> tuple[int, int]:
         """Drop rows whose build_ts is before ``keep_after`` (ISO text); return (kept, dropped)."""

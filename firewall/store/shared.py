@@ -11,7 +11,7 @@ from firewall.constants import RECENT_RUNS
 from firewall.lifecycle import Candidate, Progress
 from firewall.store.git import StateError
 from firewall.store.gitstate import GitState
-from firewall.store.history import HistoryRow, LocalHistory
+from firewall.store.history import HistoryRow, LocalHistory, RunSummary
 from firewall.store.progress import CANDIDATES, PROGRESS, Model, StateFile
 from firewall.timeutil import to_text
 
@@ -54,11 +54,12 @@ class SharedHistory:
             self._give_up(f"{exc}; this run's history stays in {self.local.describe()} only")
 
     def scan(self, eval_ids: Collection[str] | None = None) -> Iterator[HistoryRow]:
-        """Every row of the branch (calibration reads the whole year; CI commands do not)."""
+        """Every row of the branch, its rolled-up weeks fetched (calibration reads the whole
+        year; CI commands do not)."""
         if not self._on_branch():
             yield from self.local.scan(eval_ids)
             return
-        yield from self._shared(lambda: self.state.rows(eval_ids=eval_ids)) or ()
+        yield from self._shared(lambda: self.state.rows(eval_ids=eval_ids, weeks=True)) or ()
 
     def recent(
         self,
@@ -67,14 +68,17 @@ class SharedHistory:
         since: dt.datetime,
         last: int | None = None,
         ref: str | None = None,
+        weeks: bool = False,
     ) -> list[HistoryRow]:
-        """The window's rows (``HistoryStore.recent``): from the branch's recent file, and the
-        rollup weeks of the window only where it cannot answer, so a year of state costs
-        what a week does."""
+        """The window's rows (``HistoryStore.recent``): from the branch's recent file, and,
+        with ``weeks``, the rolled-up weeks of the window where it cannot answer, fetched
+        for this; so a year of state costs a CI command what a week does."""
         if not self._on_branch():
             return self.local.recent(eval_ids, since=since, last=last, ref=ref)
         return (
-            self._shared(lambda: self.state.rows(to_text(since), eval_ids, last=last, ref=ref))
+            self._shared(
+                lambda: self.state.rows(to_text(since), eval_ids, last=last, ref=ref, weeks=weeks)
+            )
             or []
         )
 
@@ -92,6 +96,12 @@ class SharedHistory:
         if not self._on_branch():
             return self.local.last_run()
         return self._shared(self.state.last_run) or []
+
+    def last_run_summary(self) -> RunSummary | None:
+        """The newest run file's run and counts, from its first line."""
+        if not self._on_branch():
+            return self.local.last_run_summary()
+        return self._shared(self.state.last_run_summary)
 
     def progress(self) -> dict[str, Progress] | None:
         """The nightly's progress per quarantined eval, or None when the branch has none."""

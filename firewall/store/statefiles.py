@@ -19,12 +19,12 @@ import dataclasses
 import datetime as dt
 import json
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from firewall.constants import RECENT_RUNS
-from firewall.store.history import HistoryRow
+from firewall.store.history import HistoryRow, RunSummary
 
 FORMAT_VERSION = 1
 DECIMALS = 4
@@ -37,7 +37,12 @@ _ROW_FIELDS = tuple(field.name for field in dataclasses.fields(HistoryRow))  # e
 def run_file(rows: Sequence[HistoryRow]) -> tuple[str, str]:
     """The path and text of one run's file."""
     first = rows[0]
-    header = {"schema_version": FORMAT_VERSION, **{f: getattr(first, f) for f in _RUN_FIELDS}}
+    header: dict[str, object] = {
+        "schema_version": FORMAT_VERSION,
+        **{f: getattr(first, f) for f in _RUN_FIELDS},
+    }
+    # `firewall status` shows the run's counts: said here, they cost a line, not 5,000 rows.
+    header["counts"] = dict(sorted(Counter(row.status for row in rows).items()))
     stamp = first.build_ts  # 2026-12-01T09:05:12Z
     path = (
         f"runs/{stamp[0:4]}/{stamp[5:7]}/{stamp[8:10]}/"
@@ -93,6 +98,31 @@ def parse_file(text: str, skipped: Callable[[str], None] | None = None) -> Itera
             yield row
 
 
+def run_summary(text: str, skipped: Callable[[str], None] | None = None) -> RunSummary | None:
+    """The run a run file is of and its counts, from its header; counted from its rows
+    (as ``parse_file`` reads them) when the header does not say them. None for no rows."""
+    header = _document(next(_lines(text), ""), None)
+    counts = None if header is None else header.get("counts")
+    if (
+        header is None
+        or header.get("schema_version") != FORMAT_VERSION
+        or not isinstance(counts, dict)
+        or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in counts.values()
+        )
+    ):
+        return RunSummary.of(list(parse_file(text, skipped)))
+    if not counts:
+        return None
+    run_id, mode, build_ts = (header.get(f) for f in ("run_id", "mode", "build_ts"))
+    return RunSummary(
+        run_id if isinstance(run_id, str) else "",
+        mode if isinstance(mode, str) else "",
+        build_ts if isinstance(build_ts, str) else "",
+        counts,
+    )
+
+
 def week_of(build_ts: str) -> str:
     """The ISO week of a timestamp, e.g. ``2026-W49``."""
     year, week, _ = dt.date.fromisoformat(build_ts[:10]).isocalendar()
@@ -136,11 +166,130 @@ def render_rollup(week: str, rows: Sequence[HistoryRow]) -> str:
     latest: dict[str, HistoryRow] = {}
     for row in rows:
         kept = latest.get(row.eval_id)
-        if kept is None or row.build_ts >= kept.build_ts:
-            latest[row.eval_id] = _merge(kept, row) if kept else row
+        if kept is None:
+            latest[row.eval_id] = row
+        else:  # in either order: concurrent jobs' runs fall out of the recent file unsorted
+            earlier, later = (kept, row) if row.build_ts >= kept.build_ts else (row, kept)
+            latest[row.eval_id] = _merge(earlier, later)
     header = json.dumps({"schema_version": FORMAT_VERSION, "week": week}, separators=(",", ":"))
     body = [_compact(row) for _, row in sorted(latest.items())]
     return "\n".join([header, *body]) + "\n"
+
+
+def fold_week(week: str, texts: Sequence[str], fallen: Iterable[HistoryRow]) -> str:
+    """A week's rollup file: the rows of its files so far (``texts``: the ref's, and an
+    older tip's) with the ``fallen`` runs rolled in, as ``render_rollup`` renders them.
+
+    A push folds a run into its week every time, 5,000 evals' rows at 5,000 evals: so the
+    rows are merged as the lines' own fields, with no row built but for a line that is
+    not as this module writes it. What cannot be read is dropped (its reader said so).
+    """
+    merged: dict[str, dict[str, Any]] = {}
+    for text in texts:
+        lines = _lines(text)
+        next(lines, None)
+        for line in lines:
+            if (document := _rollup_document(line)) is not None:
+                _fold_document(merged, document)
+    for document in _rolled_documents(week, fallen):
+        _fold_document(merged, document)
+    header = json.dumps({"schema_version": FORMAT_VERSION, "week": week}, separators=(",", ":"))
+    body = [_render_document(document) for _, document in sorted(merged.items())]
+    return "\n".join([header, *body]) + "\n"
+
+
+_ROLLED = ("median", "iqr", "mean", "pass_rate")  # what a rollup averages over its runs
+_ROLLUP_FIELDS = {"eval_id", "run_id", "mode", "status", "k", "build_ts", "n", "trials", *_ROLLED}
+
+
+def _rolled_documents(week: str, rows: Iterable[HistoryRow]) -> list[dict[str, Any]]:
+    """``roll_up``'s rows of one week, as ``_short`` gives their fields."""
+    groups: dict[str, list[HistoryRow]] = defaultdict(list)
+    for row in rows:
+        groups[row.eval_id].append(row)
+    documents = []
+    for eval_id, group in groups.items():
+        group.sort(key=lambda r: r.build_ts)
+        last = group[-1]
+        document: dict[str, Any] = {
+            "eval_id": eval_id,
+            "run_id": f"rollup-{week}",
+            "mode": "rollup",
+            "status": last.status,
+            "k": last.k,
+            "build_ts": last.build_ts,
+            "n": len(group),
+            "trials": 0,
+        }
+        for name in _ROLLED:
+            document[name] = _mean([getattr(r, name) for r in group])
+        documents.append(document)
+    return documents
+
+
+def _rollup_document(line: str) -> dict[str, Any] | None:
+    """A rollup line's fields, checked as ``HistoryRow.from_json`` checks them; a line of
+    other types is read through a row (and one that is no row is None)."""
+    data = _document(line, None)
+    if data is None:
+        return None
+    plain = (
+        isinstance(data.get("eval_id"), str)
+        and isinstance(data.get("build_ts"), str)
+        and all(_is_count(data.get(name)) for name in ("n", "k", "trials"))
+        and all(_is_number(data.get(name)) for name in _ROLLED)
+        and set(data) <= _ROLLUP_FIELDS
+        and all(isinstance(data.get(name, ""), str) for name in ("run_id", "mode", "status"))
+    )
+    if plain:
+        return data
+    row = _row(data, None)
+    return None if row is None else _short(row)
+
+
+def _is_number(value: object) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _is_count(value: object) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _fold_document(merged: dict[str, dict[str, Any]], document: dict[str, Any]) -> None:
+    """``_merge`` on a rollup's fields: the later one's, with n summed and the means
+    weighted by the runs each stands for."""
+    eval_id = document["eval_id"]
+    kept = merged.get(eval_id)
+    if kept is None:
+        merged[eval_id] = document
+        return
+    earlier, later = (
+        (kept, document)
+        if document.get("build_ts", "") >= kept.get("build_ts", "")
+        else (document, kept)
+    )
+    n_earlier, n_later = earlier.get("n") or 0, later.get("n") or 0
+    folded = dict(later)
+    folded["n"] = n_earlier + n_later
+    for name in _ROLLED:
+        a, b = earlier.get(name), later.get(name)
+        if a is None or b is None or not n_earlier + n_later:
+            folded[name] = b if a is None else a if b is None else b
+        else:
+            folded[name] = (a * n_earlier + b * n_later) / (n_earlier + n_later)
+    merged[eval_id] = folded
+
+
+def _render_document(document: dict[str, Any]) -> str:
+    """A rollup's fields as ``_compact`` writes a row: in the row's order, no empty ones,
+    numbers to four decimals."""
+    out: dict[str, Any] = {}
+    for key in _ROW_FIELDS:
+        value = document.get(key)
+        if value in _EMPTY:
+            continue
+        out[key] = round(value, DECIMALS) if isinstance(value, float) else value
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
 
 
 def parse_rollup(
@@ -261,7 +410,7 @@ _NEWEST_ONLY = ("fingerprint", "inputs")
 
 
 def recent_rows(
-    text: str,
+    text: str | bytes,
     *,
     eval_ids: Collection[str] | None = None,
     since: str | None = None,
@@ -272,12 +421,12 @@ def recent_rows(
     """Each wanted eval's rows of ``recent.jsonl``, oldest first: built at ``since`` or
     later, of runs on ``ref``, the newest ``last`` of them. The lines of other evals are
     passed over by their first bytes, unparsed; what cannot be read is skipped and said."""
-    lines = text.splitlines()
-    runs = _runs_of(lines[0] if lines else "", skipped)
+    lines = _lines(text)
+    runs = _runs_of(next(lines, ""), skipped)
     wanted = None if eval_ids is None else set(eval_ids)
     strings: dict[str, str] = {}  # one object per status: a year of rows holds four
     found: dict[str, list[HistoryRow]] = {}
-    for line in lines[1:]:
+    for line in lines:
         if (read := _wanted_line(line, wanted, skipped)) is None:
             continue
         eval_id, data = read
@@ -333,7 +482,7 @@ def _newest_rows(
 
 
 def recent_medians(
-    text: str,
+    text: str | bytes,
     eval_ids: Collection[str],
     *,
     since: str,
@@ -349,9 +498,12 @@ def recent_medians(
     wanted = set(eval_ids)
     found: dict[str, list[float | None]] = {}
     for line in lines:
-        if (read := _wanted_line(line, wanted, skipped)) is None or read[0] in found:
+        read = _columns_read(line, wanted, ("run_id", "median"))
+        if read is None and (read := _wanted_line(line, wanted, skipped)) is None:
             continue
         eval_id, data = read
+        if eval_id in found:
+            continue
         ids, medians = data.get("run_id"), data.get("median")
         if not isinstance(ids, list):
             found[eval_id] = []
@@ -374,22 +526,51 @@ def recent_medians(
     return found
 
 
-def _lines(text: str) -> Iterator[str]:
+def _columns_read(
+    line: str, wanted: set[str], columns: Sequence[str]
+) -> tuple[str, dict[str, Any]] | None:
+    """A wanted eval's line of ``recent.jsonl`` with only ``columns`` decoded, each from where
+    its key stands (``"median":[``), the rest of the line passed over: a sparkline of every
+    eval reads two columns of fifteen. None when the line is not as ``_render_line`` writes
+    it, or of an eval not wanted (then the caller reads it whole, and says what is wrong).
+
+    A key followed by ``[`` is a column: nothing else in a line is (a drift's field
+    name is followed by a number, an input's by a string).
+    """
+    if len(line) > MAX_LINE or (eval_id := _line_eval(line)) is None or eval_id not in wanted:
+        return None
+    data: dict[str, Any] = {"eval_id": eval_id}
+    for column in columns:
+        at = line.find(f'"{column}":[')
+        if at < 0:
+            return None
+        try:
+            data[column], _ = _STRING.raw_decode(line, at + len(column) + 3)
+        except (ValueError, RecursionError):
+            return None
+    return eval_id, data
+
+
+def _lines(text: str | bytes) -> Iterator[str]:
     """The text's lines, one at a time: a reader of a few lines of a big file holds no list
-    of all of them."""
+    of all of them, nor (given bytes) a decoded copy of the file."""
     at, end = 0, len(text)
     while at < end:
-        stop = text.find("\n", at)
-        if stop < 0:
-            stop = end
-        yield text[at:stop].rstrip("\r")
+        if isinstance(text, bytes):
+            stop = text.find(b"\n", at)
+            stop = end if stop < 0 else stop
+            line = text[at:stop].decode("utf-8", "replace")
+        else:
+            stop = text.find("\n", at)
+            stop = end if stop < 0 else stop
+            line = text[at:stop]
+        yield line.rstrip("\r")
         at = stop + 1
 
 
-def recent_run_ids(text: str) -> set[str]:
+def recent_run_ids(text: str | bytes) -> set[str]:
     """The runs ``recent.jsonl`` holds rows of: a run file of one of them is no news."""
-    lines = text.split("\n", 1)
-    return set(_runs_of(lines[0], None))
+    return set(_runs_of(next(_lines(text), ""), None))
 
 
 _Folded = tuple[str, list[str], list[HistoryRow]]  # an eval's line, the runs it names, the fallen
@@ -406,12 +587,14 @@ def fold_recent(
     runs = _runs_of(lines[0] if lines else "", None)
     new = _new_entries(rows, runs)
     folded: dict[str, _Folded] = {}
+    in_order: dict[tuple[str, ...], bool] = {}  # most lines name the same runs: asked once
     for line in lines[1:]:
         data = _document(line, None)
         if data is None or not isinstance(eval_id := data.get("eval_id"), str):
             continue
         if eval_id not in folded:
-            folded[eval_id] = _fold_line(eval_id, line, data, new.pop(eval_id, None), runs, keep)
+            entries = new.pop(eval_id, None)
+            folded[eval_id] = _fold_line(eval_id, line, data, entries, runs, keep, in_order)
     for eval_id, entries in new.items():
         folded[eval_id] = _fold(eval_id, entries, runs, keep)
     fallen = [row for _, _, out in folded.values() for row in out]
@@ -438,12 +621,13 @@ def _fold_line(
     entries: list[dict[str, Any]] | None,
     runs: dict[str, dict[str, Any]],
     keep: int,
+    in_order: dict[tuple[str, ...], bool],
 ) -> _Folded:
     """One eval's line with its new entries folded in; without any, the line as it is."""
     if entries is None:
         ids = data.get("run_id")
         return line, [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [], []
-    folded = _fold_columns(eval_id, data, entries, runs, keep)
+    folded = _fold_columns(eval_id, data, entries, runs, keep, in_order)
     if folded is None:  # out of order, a run twice, garbage: entry by entry
         folded = _fold(eval_id, _entries(data) + entries, runs, keep)
     return folded
@@ -466,12 +650,22 @@ def _fold_columns(
     entries: list[dict[str, Any]],
     runs: dict[str, dict[str, Any]],
     keep: int,
+    in_order: dict[tuple[str, ...], bool],
 ) -> _Folded | None:
     """``_fold`` of the usual case, column by column, with no entry built but the fallen
     ones': the line's runs are known and in time order, and the new runs come after them.
-    None when that is not so (then ``_fold`` sorts it out entry by entry)."""
+    None when that is not so (then ``_fold`` sorts it out entry by entry). ``in_order``
+    keeps the answer for each list of runs already asked about."""
     ids = data.get("run_id")
-    if not isinstance(ids, list) or not _come_after(ids, entries, runs, keep):
+    if not isinstance(ids, list):
+        return None
+    named = [*ids, *(e.get("run_id") for e in entries)]
+    if not all(isinstance(run_id, str) for run_id in named):
+        return None
+    key = tuple(named)
+    if key not in in_order:
+        in_order[key] = _come_after(ids, entries, runs, keep)
+    if not in_order[key]:
         return None
     old = _columns_of(data, ids)
     drop = max(0, len(ids) + len(entries) - keep)

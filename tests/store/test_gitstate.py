@@ -11,7 +11,7 @@ import pytest
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
 from firewall.constants import RECENT_RUNS
-from firewall.store.git import StateError
+from firewall.store.git import Git, StateError
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow, LocalHistory
 from firewall.store.shared import SharedHistory
@@ -62,6 +62,17 @@ def origin(tmp_path: Path) -> Path:
 
 def state_in(origin: Path, where: Path) -> GitState:
     return GitState(fresh_clone(origin, where), "origin", BRANCH)
+
+
+def week_refs(origin: Path) -> list[str]:
+    """The rolled-up weeks the origin keeps off the branch, by name."""
+    listed = git(origin, "for-each-ref", "--format=%(refname)", f"refs/firewall/{BRANCH}/weeks/")
+    return [name.rsplit("/", 1)[1] for name in listed.split()]
+
+
+def runs_counted(kept: list[HistoryRow]) -> int:
+    """How many runs of an eval the rows stand for: a rollup row stands for ``n`` of them."""
+    return sum(row.n if row.mode == "rollup" else 1 for row in kept)
 
 
 def test_a_run_file_holds_every_field_of_its_rows() -> None:
@@ -118,11 +129,11 @@ def test_each_evals_newest_runs_are_kept_whole_and_older_ones_rolled_up_by_week(
     for day in days:
         state.push(rows(f"d{day}", days_ago=day, median=0.5 + day / 100))
     files = branch_files(origin, BRANCH)
-    assert [f for f in files if f.startswith("runs/")] == ["runs/2026/12/01/090000Z-d0.jsonl"]
-    rolled = [f for f in files if f.startswith("rollup/")]
-    assert rolled and all(f.endswith(".jsonl") for f in rolled)
+    assert files == [RECENT, "runs/2026/12/01/090000Z-d0.jsonl"], "no week on the tip"
+    assert week_refs(origin), "each rolled-up week a ref of its own"
     reader = state_in(origin, tmp_path / "reader")
-    kept = reader.rows()
+    assert {r.run_id for r in reader.rows()} == {f"d{day}" for day in range(RECENT_RUNS)}
+    kept = reader.rows(weeks=True)
     whole = [r for r in kept if r.mode == "run"]
     assert {r.run_id for r in whole} == {f"d{day}" for day in range(RECENT_RUNS)}
     assert [(r.run_id, r.eval_id, r.median, r.drift) for r in whole] == [
@@ -348,22 +359,30 @@ from pathlib import Path
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow
 clone, run_id, go, evals = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+keep, days_ago = int(sys.argv[5]), float(sys.argv[6])
 state = GitState(clone, "origin", "firewall-state")
 state.rows()
 while not go.exists():
     time.sleep(0.01)
-stamp = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+at = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc) - dt.timedelta(days=days_ago)
+stamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
 state.push([HistoryRow(eval_id=f"e{i}", run_id=run_id, mode="run", status="pass", k=7,
-                       build_ts=stamp, median=0.8) for i in range(evals)])
+                       build_ts=stamp, median=0.8) for i in range(evals)], keep_runs=keep)
 """
 
 
-@pytest.mark.parametrize("jobs", [16])  # 64: benchmarks/state.py --jobs 64
+@pytest.mark.parametrize(
+    ("jobs", "keep"),
+    [(16, RECENT_RUNS), (16, 4)],  # 64: benchmarks/state.py --jobs 64
+    ids=["recent-file", "into-the-weeks"],
+)
 def test_a_sharded_matrix_pushing_at_once_keeps_every_run(
-    origin: Path, tmp_path: Path, jobs: int
+    origin: Path, tmp_path: Path, jobs: int, keep: int
 ) -> None:
     """Sixteen processes, each a job on a clone of its own, push one run at the same moment:
-    every run lands (a user's matrix kept 24 rows of 48 when a push had five tries)."""
+    every run lands (a user's matrix kept 24 rows of 48 when a push had five tries). With
+    each eval keeping its newest four, twelve runs fall into three weeks' refs, which the
+    jobs replace at once, each with its lease, atomically with the tip."""
     import os
     import sys
 
@@ -378,7 +397,17 @@ def test_a_sharded_matrix_pushing_at_once_keeps_every_run(
     env = {**os.environ, **GIT_ENV, "PYTHONPATH": os.pathsep.join(sys.path)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _JOB, str(clone), f"run{n:02d}", str(go), str(evals)],
+            [
+                sys.executable,
+                "-c",
+                _JOB,
+                str(clone),
+                f"run{n:02d}",
+                str(go),
+                str(evals),
+                str(keep),
+                str(n),  # a run a day: the oldest fall into three weeks
+            ],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -390,9 +419,12 @@ def test_a_sharded_matrix_pushing_at_once_keeps_every_run(
     answers = [proc.communicate(timeout=300) for proc in procs]
     failures = [err for proc, (_, err) in zip(procs, answers, strict=True) if proc.returncode]
     assert failures == [], failures[0][-1500:] if failures else ""
-    kept = state_in(origin, tmp_path / "reader").rows()
-    assert len(kept) == jobs * evals
-    assert len({row.run_id for row in kept}) == jobs
+    kept = state_in(origin, tmp_path / "reader").rows(weeks=True)
+    assert runs_counted(kept) == jobs * evals
+    whole = {row.run_id for row in kept if row.mode == "run"}
+    assert len(whole) == min(jobs, keep)
+    fallen = {week_of(to_text(NOW - dt.timedelta(days=n))) for n in range(keep, jobs)}
+    assert sorted(week_refs(origin)) == sorted(fallen)
 
 
 def test_a_lost_race_naming_a_commit_with_403_in_it_is_no_refusal() -> None:
@@ -510,3 +542,216 @@ def test_a_roll_up_starts_the_branch_anew_so_a_full_clone_stays_small(
     tip_objects = git(origin, "ls-tree", "-r", "-t", BRANCH).splitlines()
     assert len(reachable) == len(tip_objects) + 2, "the tip's files and trees, its commit and tree"
     assert len(state_in(origin, tmp_path / "reader").rows()) > 0
+
+
+# --- rolled-up weeks: refs of their own, off the tip ------------------------------------
+
+
+def test_a_year_of_pushes_leaves_no_week_on_the_tip_and_every_run_in_the_week_refs(
+    origin: Path, tmp_path: Path
+) -> None:
+    """A run every six days for a year, each eval keeping its newest three: the tip holds the
+    recent file and the newest run, each week that rows fell into is a ref of its own, and
+    together they still count every run."""
+    state = state_in(origin, tmp_path / "job")
+    days = list(range(366, -1, -6))
+    for day in days:
+        state.push(rows(f"d{day}", days_ago=day, median=0.5 + day / 1000), keep_runs=3)
+    assert branch_files(origin, BRANCH) == [RECENT, run_file(rows("d0"))[0]]
+    fallen = {week_of(to_text(NOW - dt.timedelta(days=day))) for day in days[:-3]}
+    assert sorted(week_refs(origin)) == sorted(fallen)
+    for week in week_refs(origin):
+        commit = f"refs/firewall/{BRANCH}/weeks/{week}"
+        assert git(origin, "log", "--format=%P", "-1", commit) == "", "a parentless commit"
+        assert git(origin, "ls-tree", "-r", "--name-only", commit) == f"rollup/{week}.jsonl"
+    reader = state_in(origin, tmp_path / "reader")
+    everything = reader.rows(weeks=True)
+    for eval_id in ("e0", "e1", "e2"):
+        assert runs_counted([r for r in everything if r.eval_id == eval_id]) == len(days)
+    assert runs_counted(everything) == 3 * len(days)
+    # the means of each week's runs, as they were pushed
+    for summary in (r for r in everything if r.mode == "rollup"):
+        week = [
+            0.5 + day / 1000
+            for day in days[:-3]
+            if week_of(to_text(NOW - dt.timedelta(days=day))) == summary.run_id[7:]
+        ]
+        assert summary.n == len(week) and summary.median == pytest.approx(sum(week) / len(week))
+    # A window asks for the weeks it reaches into, and only them.
+    since = to_text(NOW - dt.timedelta(days=40))
+    window = GitState(reader.cwd, "origin", BRANCH).rows(since, {"e1"}, weeks=True)
+    stamps = {day: to_text(NOW - dt.timedelta(days=day)) for day in days}
+    by_week: dict[str, list[str]] = {}
+    for day in days[:-3]:
+        by_week.setdefault(week_of(stamps[day]), []).append(stamps[day])
+    # a week's row is built at its last run's time, and stands for all of the week's runs
+    expected = sum(len(kept) for kept in by_week.values() if max(kept) >= since)
+    assert runs_counted(window) == expected + 3
+    assert all(row.build_ts >= since for row in window)
+
+
+def test_a_checkout_and_a_default_read_never_fetch_the_weeks(origin: Path, tmp_path: Path) -> None:
+    """actions/checkout (one commit, shallow), a plain `git clone` and every CI read take the
+    branch's tip only; `git clone --mirror` alone takes the weeks."""
+    from actions import checkout, tip
+
+    writer = state_in(origin, tmp_path / "writer")
+    for day in range(20, -1, -2):
+        writer.push(rows(f"d{day}", days_ago=day), keep_runs=2)
+    assert week_refs(origin)
+    ci = checkout(origin, tmp_path / "ci", ref="refs/heads/main", sha=tip(origin, "main"))
+    plain = fresh_clone(origin, tmp_path / "plain")
+    states = [GitState(clone, "origin", BRANCH) for clone in (ci, plain)]
+    for state in states:
+        assert git(state.cwd, "for-each-ref", "refs/firewall/") == ""
+        since = to_text(NOW - dt.timedelta(days=14))
+        assert {r.run_id for r in state.rows(since)} == {"d2", "d0"}
+        assert state.medians(since, {"e0"}, last=14) == {"e0": [0.8, 0.8]}
+        assert state.last_run() and state.read_text("progress.json") is None
+        assert git(state.cwd, "for-each-ref", "refs/firewall/weeks/") == ""
+    for state in states:
+        clone = state.cwd
+        state.push(rows(f"today-{clone.name}"), keep_runs=2)  # fetches the week it writes
+        fetched = git(clone, "for-each-ref", "--format=%(refname)", "refs/firewall/").split()
+        assert fetched[0] == "refs/firewall/state" and len(fetched) == 2
+        assert fetched[1].rsplit("/", 1)[1] in week_refs(origin)
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "--quiet", "--mirror", str(origin), str(mirror))
+    assert week_refs(mirror) == week_refs(origin)
+
+
+def test_status_reads_the_weeks_only_when_its_window_reaches_past_the_recent_runs(
+    tmp_path: Path,
+) -> None:
+    """`firewall status` draws the default two weeks from each eval's newest runs (the tip);
+    `--days 90` adds the older runs' weekly means, fetching the weeks its window reaches."""
+    import json
+    import os
+    import shutil
+    import sys
+
+    since = to_text(NOW - dt.timedelta(days=120))
+    registry = {"schema_version": 1, "evals": {"e1": {"since": since, "source": "manual"}}}
+    for entry in registry["evals"].values():
+        entry["reason"] = "flaky"
+    origin = make_origin(
+        tmp_path,
+        {"firewall.toml": '[[evals]]\nid = "e1"\ncommand = "echo 1"\n'}
+        | {"quarantine.json": json.dumps(registry)},
+    )
+    writer = state_in(origin, tmp_path / "writer")
+    now = dt.datetime.now(dt.timezone.utc)
+    back = (now - NOW).total_seconds() / 86400
+    for day in range(60, -1, -3):
+        writer.push(rows(f"d{day}", days_ago=day - back, median=0.5), keep_runs=3)
+    firewall = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "firewall"
+    env = {**os.environ, **GIT_ENV}
+    env = {k: v for k, v in env.items() if not k.startswith(("GITHUB_", "RUNNER_")) and k != "CI"}
+
+    def status(where: Path, *args: str) -> tuple[list[float | None], bool]:
+        """The quarantined eval's trend, and whether any week was fetched."""
+        clone = fresh_clone(origin, where)
+        proc = subprocess.run(
+            [firewall, "status", "--json", *args],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "cannot be read" not in proc.stderr and "out of reach" not in proc.stderr
+        fetched = git(clone, "for-each-ref", "refs/firewall/weeks/") != ""
+        return json.loads(proc.stdout)["quarantined"][0]["trend"], fetched
+
+    assert status(tmp_path / "default") == ([0.5, 0.5, 0.5], False)
+    trend, fetched = status(tmp_path / "ninety", "--days", "90")
+    # the three runs kept whole, after a weekly mean for each week of the other eighteen
+    weekly = {week_of(to_text(now - dt.timedelta(days=day))) for day in range(60, 8, -3)}
+    assert fetched and trend == [0.5] * (len(weekly) + 3)
+
+
+def test_a_week_an_older_firewall_left_on_the_tip_moves_off_a_few_a_push(
+    origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older firewall kept every week on the tip. Each push moves a few to refs of their
+    own (as they are, or merged with a ref that week already has), and a reader that asks
+    for weeks sees every run all the while."""
+    from firewall.store import gitstate
+    from firewall.store import weeks as weekrefs
+    from firewall.store.statefiles import render_rollup, roll_up
+
+    monkeypatch.setattr(gitstate, "MIGRATE_WEEKS", 2)
+    old = {}
+    for week_ago in range(10, 4, -1):
+        ran = rows(f"old{week_ago}", days_ago=7 * week_ago)
+        old[f"rollup/{week_of(ran[0].build_ts)}.jsonl"] = render_rollup(
+            week_of(ran[0].build_ts), roll_up(ran)
+        )
+    writer = state_in(origin, tmp_path / "writer")
+    writer.push([], files=old)
+    # one of those weeks has a ref already (a newer firewall's push), holding another run
+    both = sorted(old)[3].removeprefix("rollup/").removesuffix(".jsonl")
+    extra = rows("other", days_ago=7 * 7)
+    assert week_of(extra[0].build_ts) == both
+    blob = Git(writer.cwd).blob(render_rollup(both, roll_up(extra)))
+    made = weekrefs.commits(Git(writer.cwd), {both: blob}, message="newer")
+    git(
+        writer.cwd, "push", "--quiet", "origin", f"{made[both]}:{weekrefs.remote_ref(BRANCH, both)}"
+    )
+
+    expected = 3 * (len(old) + 1)
+    for n in range(4):
+        writer.push(rows(f"new{n}", days_ago=-n / 100))
+        on_tip = [f for f in branch_files(origin, BRANCH) if f.startswith("rollup/")]
+        assert len(on_tip) == max(0, len(old) - 2 * (n + 1))
+        reader = state_in(origin, tmp_path / f"reader{n}")
+        assert runs_counted(reader.rows(weeks=True)) == expected + 3 * (n + 1)
+    assert sorted(week_refs(origin)) == sorted(w[7:-6] for w in old)
+    merged = [r for r in reader.rows(weeks=True) if r.run_id == f"rollup-{both}"]
+    assert [r.n for r in merged] == [2, 2, 2], "the tip's week and the ref's, merged"
+
+
+def test_garbage_in_a_week_ref_is_skipped_and_said_once(origin: Path, tmp_path: Path) -> None:
+    """A week's ref is written by whoever can push: a commit without its file, a line nested
+    past the parser, garbage. A reader skips what it cannot read, says so once, goes on."""
+    from firewall.store import weeks as weekrefs
+
+    writer = state_in(origin, tmp_path / "writer")
+    writer.push(rows("r1"))
+    bad = {"2026-W40": "[" * 100_000 + "\n", "2026-W41": "\x00garbage\n{}\n"}
+    blobs = {week: Git(writer.cwd).blob(text) for week, text in bad.items()}
+    made = weekrefs.commits(Git(writer.cwd), blobs, message="bad")
+    empty_tree = Git(writer.cwd).out("mktree", stdin="")
+    empty = Git(writer.cwd).out("commit-tree", empty_tree, "-m", "empty")
+    specs = [f"{c}:{weekrefs.remote_ref(BRANCH, w)}" for w, c in made.items()]
+    specs.append(f"{empty}:{weekrefs.remote_ref(BRANCH, '2026-W42')}")
+    git(writer.cwd, "push", "--quiet", "origin", *specs)
+    said: list[str] = []
+    clone = fresh_clone(origin, tmp_path / "reader")
+    shared = SharedHistory(
+        LocalHistory(clone / "history.jsonl"),
+        GitState(clone, "origin", BRANCH),
+        writes=True.__bool__,
+        notice=said.append,
+    )
+    assert list(shared.scan()) == rows("r1")
+    assert shared.recent(since=NOW - dt.timedelta(days=90), weeks=True) == rows("r1")
+    assert len(said) == 1 and "cannot be read" in said[0]
+    # and a push that folds rows into such a week replaces it with what it can read
+    shared.state.push(rows("r2", days_ago=-1), keep_runs=1)
+    assert runs_counted(list(shared.state.rows(weeks=True))) == 6
+
+
+def test_weeks_between_crosses_a_year() -> None:
+    from firewall.store.weeks import weeks_between
+
+    assert weeks_between("2026-12-20", "2027-01-06") == [
+        "2026-W51",
+        "2026-W52",
+        "2026-W53",
+        "2027-W01",
+    ]
+    assert weeks_between("2026-12-28", "2027-01-11") == ["2026-W53", "2027-W01", "2027-W02"]
+    assert weeks_between("2026-12-01", "2026-12-01") == ["2026-W49"]

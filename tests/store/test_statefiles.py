@@ -8,6 +8,7 @@ anything at all; it returns the rows it can read and says once what it skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 
@@ -19,12 +20,15 @@ from firewall.store.progress import CANDIDATES, PROGRESS
 from firewall.store.statefiles import (
     MAX_LINE,
     fold_recent,
+    fold_week,
     parse_file,
     parse_rollup,
+    recent_medians,
     recent_rows,
     render_rollup,
     roll_up,
     run_file,
+    run_summary,
 )
 
 FUZZ = settings(database=None, derandomize=True, deadline=None, max_examples=300)
@@ -140,3 +144,91 @@ def test_recent_runs_keep_what_a_pull_request_carries_by_the_newest_fingerprint_
     assert (older.fingerprint, dict(older.inputs)) == (None, {})
     assert (older.trials, older.seconds, older.cost_usd) == (7, 1.5, 0.02)
     assert text.count("file:p.txt") == 1
+
+
+def rows_of_week(seed: int) -> list[HistoryRow]:
+    """Runs of one week in any order, some numbers missing, as they fall out of the recent
+    file when jobs push out of order."""
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for n in range(rng.randint(1, 12)):
+        day, hour = rng.randint(23, 29), rng.randint(0, 23)
+        rows.append(
+            HistoryRow(
+                eval_id=f"e{rng.randint(0, 3)}",
+                run_id=f"r{n}",
+                mode="run",
+                status=rng.choice(["pass", "fail"]),
+                k=rng.choice([5, 7]),
+                build_ts=f"2026-11-{day}T{hour:02d}:00:00Z",
+                median=rng.choice([None, rng.random()]),
+                iqr=rng.random(),
+                mean=rng.random(),
+                pass_rate=rng.choice([None, 1.0, 0.5]),
+            )
+        )
+    return rows
+
+
+@FUZZ
+@given(st.integers(0, 10_000), st.integers(0, 10_000), st.integers(0, 3))
+def test_a_week_folded_as_fields_is_the_week_rendered_from_rows(
+    before: int, fallen: int, split: int
+) -> None:
+    """``fold_week`` (what every push does) writes the very bytes ``render_rollup`` writes
+    from rows, whatever the order the runs come in and however the week was split."""
+    earlier = rows_of_week(before)
+    files = [render_rollup("2026-W48", roll_up(earlier[i::2])) for i in range(min(split, 2))]
+    new = rows_of_week(fallen)
+    rows = [row for text in files for row in parse_rollup(text)]
+    assert fold_week("2026-W48", files, new) == render_rollup("2026-W48", [*rows, *roll_up(new)])
+
+
+@FUZZ
+@given(FILES)
+def test_a_week_folded_over_any_file_gives_a_week_of_rows(text: str) -> None:
+    folded = fold_week("2026-W48", [text], run())
+    skipped: list[str] = []
+    rows = list(parse_rollup(folded, skipped=skipped.append))
+    assert skipped == [] and {"e0", "e1", "e2"} <= {row.eval_id for row in rows}
+
+
+@FUZZ
+@given(st.lists(LINES, max_size=6))
+def test_a_sparkline_read_from_two_columns_is_the_one_read_from_whole_lines(
+    garbage: list[str],
+) -> None:
+    """The summary's medians are decoded where their column stands; a line that is not as
+    the writer writes it is read whole, as before: the same points either way."""
+    text, _ = fold_recent(None, [*run(), *[dataclasses.replace(r, run_id="r2",
+        build_ts="2026-12-01T10:00:00Z", median=0.5) for r in run()]])  # fmt: skip
+    lines = text.splitlines()
+    mixed = "\n".join([lines[0], *garbage, *lines[1:]]) + "\n"
+    ids = {"e0", "e1", "e2", "x"}
+    fast = recent_medians(mixed, ids, since="2026-11-01", last=14)
+    rows = recent_rows(mixed, eval_ids=ids, since="2026-11-01", last=14)
+    drawn = {eval_id: points for eval_id, points in fast.items() if points}
+    assert drawn == {e: [r.median for r in kept] for e, kept in rows.items() if kept}
+    assert recent_medians(mixed.encode(), ids, since="2026-11-01", last=14) == fast
+
+
+def test_a_run_files_first_line_says_its_counts_and_an_older_ones_are_counted() -> None:
+    rows = [*run(2), dataclasses.replace(run(3)[2], status="fail")]
+    _, text = run_file(rows)
+    summary = run_summary(text)
+    assert summary is not None and dict(summary.counts) == {"pass": 2, "fail": 1}
+    assert (summary.run_id, summary.mode, summary.build_ts) == ("r1", "run", rows[0].build_ts)
+    header, *body = text.splitlines()
+    older = json.loads(header)
+    del older["counts"]
+    assert run_summary("\n".join([json.dumps(older), *body])) == summary
+    assert run_summary("") is None and run_summary(DEEP) is None
+
+
+@FUZZ
+@given(FILES)
+def test_any_run_file_gives_a_summary_or_none(text: str) -> None:
+    summary = run_summary(text)
+    assert summary is None or all(n > 0 for n in summary.counts.values())
