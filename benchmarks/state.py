@@ -150,8 +150,8 @@ def build_origin(
     }
     made = week_refs.commits(Git(seed, ENV), blobs, message="built")
     refs = [f"{commit}:{week_refs.remote_ref('firewall-state', w)}" for w, commit in made.items()]
-    for at in range(0, len(refs), 100):
-        git(seed, "push", "--quiet", "origin", *refs[at : at + 100])
+    for start in range(0, len(refs), 100):
+        git(seed, "push", "--quiet", "origin", *refs[start : start + 100])
     index = {**ENV, "GIT_INDEX_FILE": str(root / f"index-{name}")}
     for path, text in files.items():
         blob = git(seed, "hash-object", "-w", "--stdin", stdin=text)

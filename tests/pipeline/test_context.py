@@ -56,10 +56,11 @@ class CountingHistory(LocalHistory):
         since: dt.datetime,
         last: int | None = None,
         ref: str | None = None,
+        weeks: bool = False,
         chunk: int = 1 << 18,
     ) -> list[HistoryRow]:
         self.windows += 1
-        return super().recent(eval_ids, since=since, last=last, ref=ref, chunk=chunk)
+        return super().recent(eval_ids, since=since, last=last, ref=ref, weeks=weeks, chunk=chunk)
 
 
 def test_an_actions_run_reads_the_trend_window_once_for_issues_and_summary(

@@ -571,12 +571,13 @@ def test_a_year_of_pushes_leaves_no_week_on_the_tip_and_every_run_in_the_week_re
     assert runs_counted(everything) == 3 * len(days)
     # the means of each week's runs, as they were pushed
     for summary in (r for r in everything if r.mode == "rollup"):
-        week = [
+        medians = [
             0.5 + day / 1000
             for day in days[:-3]
             if week_of(to_text(NOW - dt.timedelta(days=day))) == summary.run_id[7:]
         ]
-        assert summary.n == len(week) and summary.median == pytest.approx(sum(week) / len(week))
+        assert summary.n == len(medians)
+        assert summary.median == pytest.approx(sum(medians) / len(medians))
     # A window asks for the weeks it reaches into, and only them.
     since = to_text(NOW - dt.timedelta(days=40))
     window = GitState(reader.cwd, "origin", BRANCH).rows(since, {"e1"}, weeks=True)
@@ -631,8 +632,9 @@ def test_status_reads_the_weeks_only_when_its_window_reaches_past_the_recent_run
     import sys
 
     since = to_text(NOW - dt.timedelta(days=120))
-    registry = {"schema_version": 1, "evals": {"e1": {"since": since, "source": "manual"}}}
-    for entry in registry["evals"].values():
+    evals: dict[str, dict[str, str]] = {"e1": {"since": since, "source": "manual"}}
+    registry = {"schema_version": 1, "evals": evals}
+    for entry in evals.values():
         entry["reason"] = "flaky"
     origin = make_origin(
         tmp_path,
