@@ -21,7 +21,10 @@ from firewall.report.status import render_status
     type=click.IntRange(min=1),
     default=TREND_DAYS,
     show_default=True,
-    help="How far back the trend reaches.",
+    help=(
+        "How far back the trend reaches. Up to 14 days it is drawn from each eval's"
+        " newest 30 runs; beyond, the state branch's weekly rollups are fetched for it."
+    ),
 )
 @click.option("--json", "as_json", is_flag=True, help="The same data as JSON, for scripts.")
 def status(config_path: Path | None, days: int, as_json: bool) -> None:
