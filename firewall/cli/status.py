@@ -8,7 +8,7 @@ import click
 
 from firewall import output
 from firewall.cli.common import config_option
-from firewall.constants import TREND_DAYS
+from firewall.constants import RECENT_RUNS, TREND_DAYS
 from firewall.pipeline import context
 from firewall.pipeline.views import status_view
 from firewall.report.status import render_status
@@ -22,8 +22,9 @@ from firewall.report.status import render_status
     default=TREND_DAYS,
     show_default=True,
     help=(
-        "How far back the trend reaches. Up to 14 days it is drawn from each eval's"
-        " newest 30 runs; beyond, the state branch's weekly rollups are fetched for it."
+        f"How far back the trend reaches. Up to {TREND_DAYS} days it is drawn from each"
+        f" eval's newest {RECENT_RUNS} runs; beyond, the state branch's weekly rollups"
+        " are fetched for it."
     ),
 )
 @click.option("--json", "as_json", is_flag=True, help="The same data as JSON, for scripts.")
