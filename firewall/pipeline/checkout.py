@@ -18,9 +18,10 @@ HEAD``). A checkout that still cannot tell keeps the reason, for the run to say.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from firewall.store.git import ask
@@ -41,10 +42,25 @@ class Checkout:
     ci: bool
     branch: str | None  # the branch under test; for a pull request, its head branch
     pull_request: int | None  # the pull (merge) request's number, or None
-    default_branch: str | None
-    # How the default branch was learnt, or (when it was not) why not: said by a run that
-    # needed it, with the fix.
-    default_source: str = ""
+    # The default branch and how it was learnt (or, when it was not, why not: said by a
+    # run that needed it, with the fix). Learnt when a stage first asks, since asking may
+    # cost a round trip to the remote (`git ls-remote`): a laptop's run that compares
+    # with no branch asks nothing.
+    learn_default: Callable[[], tuple[str | None, str]] = dataclasses.field(
+        default=lambda: (None, ""), repr=False, compare=False
+    )
+
+    @functools.cached_property
+    def _default(self) -> tuple[str | None, str]:
+        return self.learn_default()
+
+    @property
+    def default_branch(self) -> str | None:
+        return self._default[0]
+
+    @property
+    def default_source(self) -> str:
+        return self._default[1]
 
     @property
     def on_default_branch(self) -> bool:
@@ -67,23 +83,23 @@ class Checkout:
         if env.get("GITLAB_CI"):
             request = env.get("CI_MERGE_REQUEST_IID")
             named = env.get("CI_DEFAULT_BRANCH")
-            default, source = (named, "CI_DEFAULT_BRANCH") if named else remote_default(cwd, remote)
             return cls(
                 ci=ci,
                 branch=env.get("CI_COMMIT_BRANCH")
                 or env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME"),
                 pull_request=int(request) if request and request.isdigit() else None,
-                default_branch=default,
-                default_source=source,
+                learn_default=(
+                    (lambda: (named, "CI_DEFAULT_BRANCH"))
+                    if named
+                    else (lambda: remote_default(cwd, remote))
+                ),
             )
         change = env.get("CHANGE_ID")  # Jenkins multibranch pipelines
-        default, source = remote_default(cwd, remote)
         return cls(
             ci=ci,
             branch=env.get("BRANCH_NAME") if env.get("JENKINS_URL") else _current_branch(cwd),
             pull_request=int(change) if change and change.isdigit() else None,
-            default_branch=default,
-            default_source=source,
+            learn_default=lambda: remote_default(cwd, remote),
         )
 
     @classmethod
@@ -104,22 +120,18 @@ class Checkout:
         )
         repository = event.get("repository")
         named = repository.get("default_branch") if isinstance(repository, dict) else None
-        default: str | None
-        if isinstance(named, str) and named:
-            default, source = named, "the event's repository.default_branch"
-        elif env.get("GITHUB_EVENT_NAME") == "schedule" and branch:
-            default, source = branch, "GITHUB_REF of a schedule run, always the default branch"
-        else:
+
+        def learn() -> tuple[str | None, str]:
+            if isinstance(named, str) and named:
+                return named, "the event's repository.default_branch"
+            if env.get("GITHUB_EVENT_NAME") == "schedule" and branch:
+                return branch, "GITHUB_REF of a schedule run, always the default branch"
             default, source = remote_default(cwd, remote)
             if default is None:  # persist-credentials: false, a private repository
-                default, source = _api_default(env, source)
-        return cls(
-            ci=ci,
-            branch=branch,
-            pull_request=pull_request,
-            default_branch=default,
-            default_source=source,
-        )
+                return _api_default(env, source)
+            return default, source
+
+        return cls(ci=ci, branch=branch, pull_request=pull_request, learn_default=learn)
 
 
 def _event(env: Mapping[str, str]) -> dict[str, object]:

@@ -456,4 +456,4 @@ def _not_on_default(checkout: Checkout, what: str) -> str:
 
 
 def _no_checkout() -> Checkout:
-    return Checkout(ci=True, branch=None, pull_request=None, default_branch=None)
+    return Checkout(ci=True, branch=None, pull_request=None)

@@ -366,8 +366,10 @@ def against_default_branch(
     for more trials, and keeps the others' word. Returns the judgements with the artefact.
     """
     opted = {spec.id: spec.regression.max_drop for spec in specs if spec.regression is not None}
+    if not opted:
+        return artefact, {}
     base = ctx.checkout.default_branch
-    if not opted or base is None or ctx.checkout.on_default_branch:
+    if base is None or ctx.checkout.on_default_branch:
         return artefact, {}
     again = None if earlier is None else {i for i, j in earlier.items() if j.more_trials}
     probed = _comparable(artefact, opted, again)

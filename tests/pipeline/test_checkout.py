@@ -188,3 +188,25 @@ def test_with_no_credentials_left_for_git_the_api_names_the_default_branch(tmp_p
         assert (found.default_branch, found.on_default_branch) == ("trunk", True)
         assert found.default_source == "the API's repository.default_branch"
         assert len(hub.calls("GET")) == 1
+
+
+def test_the_remote_is_asked_for_its_default_branch_only_when_a_stage_needs_it(
+    tmp_path: Path,
+) -> None:
+    """A laptop's clone without origin/HEAD: asking costs `git ls-remote`, a round trip."""
+    origin = make_origin(tmp_path, {"firewall.toml": ""})
+    clone = fresh_clone(origin, tmp_path / "clone")
+    git(clone, "symbolic-ref", "--delete", "refs/remotes/origin/HEAD")
+    asked = tmp_path / "asked"
+    upload_pack = tmp_path / "upload-pack"
+    upload_pack.write_text(f'#!/bin/sh\necho asked >> "{asked}"\nexec git-upload-pack "$@"\n')
+    upload_pack.chmod(0o755)
+    git(clone, "config", "remote.origin.uploadpack", str(upload_pack))
+
+    laptop = Checkout.find(clone, {}, "origin")
+    assert (laptop.branch, laptop.pull_request, laptop.writes_shared_state) == ("main", None, False)
+    assert not asked.exists(), "nothing so far needed the default branch"
+    assert (laptop.default_branch, laptop.on_default_branch) == ("main", True)
+    assert laptop.default_source == "git ls-remote --symref origin HEAD"
+    assert laptop.default_branch == "main"
+    assert asked.read_text() == "asked\n", "asked once, when first needed"
