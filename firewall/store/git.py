@@ -92,6 +92,22 @@ def _reaper() -> Reaper:
         return _REAPERS[0]
 
 
+# How the state branch's refs are fetched. The pack is kept as it came: under a hundred
+# objects git would unpack it into loose ones, inflating and deflating every file again
+# (half the fetch's CPU at 5,000 evals), for refs that are read once and replaced. A CI
+# checkout is thrown away: no maintenance after the fetch (a process of its own).
+FETCH = (
+    "-c",
+    "fetch.unpackLimit=1",
+    "-c",
+    "maintenance.auto=false",
+    "fetch",
+    "--quiet",
+    "--no-tags",
+    "--no-write-fetch-head",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Git:
     cwd: Path
@@ -155,22 +171,7 @@ class Git:
     ) -> str | None:
         """Fetch the tip of ``branch`` (shallow) into the local ref ``into``; None if none."""
         fetched = self.run(
-            # Keep the fetched pack as it came: under a hundred objects git would unpack it
-            # into loose ones, inflating and deflating every file of the tip again (half the
-            # fetch's CPU at 5,000 evals), for a tip that is read once and replaced.
-            "-c",
-            "fetch.unpackLimit=1",
-            # A CI checkout is thrown away: no maintenance after the fetch (a process).
-            "-c",
-            "maintenance.auto=false",
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--depth=1",
-            remote,
-            f"+refs/heads/{branch}:{into}",
-            extra_env=auth,
+            *FETCH, "--depth=1", remote, f"+refs/heads/{branch}:{into}", extra_env=auth
         )
         if fetched.returncode != 0:
             if "couldn't find remote ref" in fetched.stderr:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from firewall.store.git import IDENTITY, Git, StateError, last_line
+from firewall.store.git import FETCH, IDENTITY, Git, StateError, last_line
 
 FETCHED = "refs/firewall/weeks"  # where fetched weeks are kept in the local repository
 ALL_AT_ONCE = 60  # more weeks than this are fetched with one pattern: all of them
@@ -90,14 +90,7 @@ def fetch(
     else:
         specs = [f"+{remote_ref(branch, week)}*:{FETCHED}/{week}*" for week in sorted(weeks)]
     fetched = git.run(
-        "-c",
-        "fetch.unpackLimit=1",  # kept as the pack came, as the tip is (Git.fetch_tip)
-        "-c",
-        "maintenance.auto=false",
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
+        *FETCH,
         "--prune",  # no --depth: git 2.39 fails a shallow fetch whose patterns match nothing
         remote,
         *specs,
