@@ -45,13 +45,8 @@ from firewall.store import weeks as week_refs
 from firewall.store.git import Git
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow
-from firewall.store.statefiles import (
-    RECENT,
-    fold_recent,
-    render_rollup,
-    roll_up,
-    week_of,
-)
+from firewall.store.recent import RECENT, fold_recent
+from firewall.store.rollups import render_rollup, roll_up, week_of
 from firewall.timeutil import to_text
 
 RUNS_PER_DAY = 6

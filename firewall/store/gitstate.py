@@ -20,8 +20,9 @@ fetches) is its tip; the weeks it changes are pushed with it, atomically. A
 push that loses the race is rebuilt on the new tip and pushed again, so
 concurrent jobs keep every row. Readers take the branch's tip only (``git
 fetch --depth 1``), and of it only the files they need. The files' formats are
-``firewall.store.statefiles``'s; ``firewall.store.shared`` joins the branch
-with the local history file.
+``firewall.store.statefiles``'s (run files), ``firewall.store.recent``'s and
+``firewall.store.rollups``'s; ``firewall.store.shared`` joins the branch with the
+local history file.
 """
 
 from __future__ import annotations
@@ -42,19 +43,15 @@ from firewall.constants import RECENT_RUNS
 from firewall.store import weeks as week_refs
 from firewall.store.git import IDENTITY, Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow, RunSummary
-from firewall.store.statefiles import (
+from firewall.store.recent import (
     RECENT,
     fold_recent,
-    fold_week,
-    parse_file,
-    parse_rollup,
     recent_medians,
     recent_rows,
     recent_run_ids,
-    run_file,
-    run_summary,
-    week_of,
 )
+from firewall.store.rollups import fold_week, parse_rollup, week_of
+from firewall.store.statefiles import parse_file, run_file, run_summary
 from firewall.store.weeks import last_day, path_of, remote_ref, week_of_path
 from firewall.timeutil import to_text
 

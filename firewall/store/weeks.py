@@ -1,6 +1,6 @@
 """The state branch's rolled-up weeks, kept off its tip: one ref a week that no clone fetches.
 
-A week's rollup (``rollup/2026-W44.jsonl``, ``firewall.store.statefiles``) is a
+A week's rollup (``rollup/2026-W44.jsonl``, ``firewall.store.rollups``) is a
 parentless commit of its own, at ``refs/firewall/<branch>/weeks/2026-W44`` on the
 remote. A ref outside ``refs/heads`` and ``refs/tags`` is fetched by no ``git
 clone``, no ``actions/checkout`` (whatever its ``fetch-depth``) and no shallow

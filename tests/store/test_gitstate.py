@@ -14,8 +14,10 @@ from firewall.constants import RECENT_RUNS
 from firewall.store.git import Git, StateError
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow, LocalHistory
+from firewall.store.recent import RECENT
+from firewall.store.rollups import week_of
 from firewall.store.shared import SharedHistory
-from firewall.store.statefiles import RECENT, parse_file, run_file, week_of
+from firewall.store.statefiles import parse_file, run_file
 from firewall.timeutil import to_text
 
 BRANCH = "firewall-state"
@@ -682,7 +684,7 @@ def test_a_week_an_older_firewall_left_on_the_tip_moves_off_a_few_a_push(
     for weeks sees every run all the while."""
     from firewall.store import gitstate
     from firewall.store import weeks as weekrefs
-    from firewall.store.statefiles import render_rollup, roll_up
+    from firewall.store.rollups import render_rollup, roll_up
 
     monkeypatch.setattr(gitstate, "MIGRATE_WEEKS", 2)
     old = {}

@@ -17,19 +17,9 @@ from hypothesis import strategies as st
 
 from firewall.store.history import HistoryRow
 from firewall.store.progress import CANDIDATES, PROGRESS
-from firewall.store.statefiles import (
-    MAX_LINE,
-    fold_recent,
-    fold_week,
-    parse_file,
-    parse_rollup,
-    recent_medians,
-    recent_rows,
-    render_rollup,
-    roll_up,
-    run_file,
-    run_summary,
-)
+from firewall.store.recent import fold_recent, recent_medians, recent_rows
+from firewall.store.rollups import fold_week, parse_rollup, render_rollup, roll_up
+from firewall.store.statefiles import MAX_LINE, parse_file, run_file, run_summary
 
 FUZZ = settings(database=None, derandomize=True, deadline=None, max_examples=300)
 DEEP = "[" * 100_000 + "]" * 100_000
