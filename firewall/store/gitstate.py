@@ -21,7 +21,8 @@ push that loses the race is rebuilt on the new tip and pushed again, so
 concurrent jobs keep every row. Readers take the branch's tip only (``git
 fetch --depth 1``), and of it only the files they need. The files' formats are
 ``firewall.store.statefiles``'s (run files), ``firewall.store.recent``'s and
-``firewall.store.rollups``'s; ``firewall.store.shared`` joins the branch with the
+``firewall.store.rollups``'s; ``firewall.store.statepush`` writes a push's tree and
+pushes it, and reads a refusal; ``firewall.store.shared`` joins the branch with the
 local history file.
 """
 
@@ -31,9 +32,6 @@ import dataclasses
 import datetime as dt
 import functools
 import random
-import re
-import subprocess
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -41,7 +39,7 @@ from pathlib import Path
 
 from firewall.constants import RECENT_RUNS
 from firewall.store import weeks as week_refs
-from firewall.store.git import IDENTITY, Git, StateError, last_line, push_auth
+from firewall.store.git import Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow, RunSummary
 from firewall.store.recent import (
     RECENT,
@@ -52,7 +50,8 @@ from firewall.store.recent import (
 )
 from firewall.store.rollups import fold_week, parse_rollup, week_of
 from firewall.store.statefiles import parse_file, run_file, run_summary
-from firewall.store.weeks import last_day, path_of, remote_ref, week_of_path
+from firewall.store.statepush import lost_a_race, push_tip, refused, write_blob
+from firewall.store.weeks import last_day, path_of, week_of_path
 from firewall.timeutil import to_text
 
 STATE_REF = "refs/firewall/state"  # where the fetched tip is kept in the local repository
@@ -295,47 +294,22 @@ class GitState:
                 changes.update(folded)
             leaving, archived = self._archived(self._tip, fallen)
             changes.update(leaving)
-            # Every push starts the branch anew: a parentless commit, so that the branch's
-            # history is its tip, and a full clone fetches what a shallow one does, not a
-            # year of superseded files. It replaces the tip only if the tip is still the one
-            # it was built on (the lease), and each week it changes only if that week is
-            # still the one it read; all or none (--atomic). A racing writer sees a stale
-            # lease or a non-fast-forward and rebuilds on the new tip, as after any lost race.
-            commit = self._git(
-                "commit-tree",
-                self._tree(self._tip, changes),
-                "-m",
-                f"firewall: {what}",
-                extra_env=IDENTITY,
-            )
-            ref = f"refs/heads/{self.branch}"
-            leases = [f"--force-with-lease={ref}:{self._tip or ''}"]
-            specs = [f"{commit}:{ref}"]
-            for week, (new, old) in sorted(archived.items()):
-                leases.append(f"--force-with-lease={remote_ref(self.branch, week)}:{old or ''}")
-                specs.append(f"{new}:{remote_ref(self.branch, week)}")
-            pushed = self._run(
-                # recent.jsonl is rewritten whole by every push: a delta search against the
-                # last one and a thorough deflate cost the job a second of CPU at 5,000
-                # evals, to save a megabyte of upload. Deflate it fast and whole instead.
-                "-c",
-                "core.bigFileThreshold=1m",
-                "-c",
-                "pack.compression=1",
-                "push",
-                "--quiet",
-                *(["--atomic"] if len(specs) > 1 else []),
-                *leases,
+            commit, pushed = push_tip(
+                self._g,
                 self.remote,
-                *specs,
-                extra_env=self._auth,
+                self.branch,
+                self._tip,
+                changes,
+                archived,
+                message=f"firewall: {what}",
+                auth=self._auth,
             )
             if pushed.returncode == 0:
                 self._tip = commit
                 return
-            if refusal := _refused(pushed.stderr):
+            if refusal := refused(pushed.stderr):
                 raise StateError(f"git push to {self.describe()} was refused: {refusal}")
-            if not _lost_a_race(pushed.stderr):
+            if not lost_a_race(pushed.stderr):
                 raise StateError(
                     f"git push to {self.describe()} failed: {last_line(pushed.stderr)}"
                 )
@@ -505,34 +479,10 @@ class GitState:
             sources = [f"{tip}:{path_of(week)}"] if week in on_tip else []
             sources += [f"{old[week]}:{path_of(week)}"] if week in old else []
             texts = self._blobs_by_id(sources)
-            blobs[week] = self._blob(fold_week(week, texts, fallen.get(week, ())))
+            blobs[week] = write_blob(self._g, fold_week(week, texts, fallen.get(week, ())))
         made = week_refs.commits(self._g, blobs, message="firewall: the rollup of")
         leaving: dict[str, str | None] = {path_of(week): None for week in targets if week in on_tip}
         return leaving, {week: (made[week], old.get(week)) for week in targets}
-
-    def _tree(self, tip: str | None, changes: Mapping[str, str | None]) -> str:
-        """The tip's tree with ``changes`` made: a file's new text, or None to remove it."""
-        with tempfile.TemporaryDirectory(prefix="firewall-state-") as scratch:
-            index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-            if tip is not None:
-                self._git("read-tree", tip, extra_env=index)
-            for path, text in changes.items():
-                if text is None:
-                    self._git("update-index", "--force-remove", path, extra_env=index)
-                    continue
-                blob = self._blob(text)
-                self._git(
-                    "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index
-                )
-            return self._git("write-tree", extra_env=index)
-
-    def _blob(self, text: str) -> str:
-        """``text`` written as a blob: its id. A loose object stored, not deflated: the push
-        deflates it into its pack anyway, and the checkout is thrown away (at 5,000 evals,
-        git's default level spent a quarter of a second of CPU on recent.jsonl alone)."""
-        return self._git(
-            "-c", "core.looseCompression=0", "hash-object", "-w", "--stdin", stdin=text
-        )
 
     def _text(self, tip: str | None, name: str) -> str | None:
         """A file of the tip, or None when it has none: one ``cat-file``, which says which."""
@@ -548,11 +498,6 @@ class GitState:
     @property
     def _g(self) -> Git:
         return Git(self.cwd, self.env)
-
-    def _run(
-        self, *args: str, stdin: str | None = None, extra_env: Mapping[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        return self._g.run(*args, stdin=stdin, extra_env=extra_env)
 
     def _git(
         self, *args: str, stdin: str | None = None, extra_env: Mapping[str, str] | None = None
@@ -615,56 +560,4 @@ def _reaches(rows: Iterable[HistoryRow], since: str | None, last: int | None) ->
     kept = [row.build_ts for row in rows]
     return any(ts < since for ts in kept) or (
         last is not None and sum(ts >= since for ts in kept) >= last
-    )
-
-
-def _refused(stderr: str) -> str | None:
-    """Why the remote refused a push for good (not a race), with what to change; or None.
-
-    GitHub answers GH006 for a protected branch and GH013 for a repository rule; a
-    token without ``contents: write`` gets a 403; any pre-receive hook may decline.
-    Retrying any of them only spends the job's time.
-    """
-    if said := _line_with(stderr, ("gh006", "gh013", "protected branch", "rule violations")):
-        return (
-            f"{said}: the branch is protected by a branch protection rule or a ruleset; "
-            "exempt the state branch from it (the firewall alone writes it)"
-        )
-    if said := _line_with(stderr, ("permission", r"\b403\b", "write access")):
-        return (
-            f"{said}: the job's token may not push; give the workflow "
-            "`permissions: contents: write` (and keep persist-credentials on in actions/checkout)"
-        )
-    if said := _line_with(stderr, ("hook declined",)):
-        return f"{said}: a server-side hook declined it; let the state branch through"
-    return None
-
-
-def _line_with(stderr: str, signs: Sequence[str]) -> str | None:
-    """The first line of git's answer that carries one of ``signs`` (regular expressions),
-    without git's prefixes. A status is a word of its own: the commit named on the line of a
-    lost race (``! [rejected] 781c403b... (fetch first)``) is no 403."""
-    for line in stderr.splitlines():
-        if any(re.search(sign, line.lower()) for sign in signs):
-            text = line.strip()
-            for prefix in ("remote:", "error:", "fatal:"):
-                text = text.removeprefix(prefix).strip()
-            return text
-    return None
-
-
-def _lost_a_race(stderr: str) -> bool:
-    text = stderr.lower()
-    return (
-        any(
-            sign in text
-            for sign in (
-                "non-fast-forward",
-                "fetch first",
-                "cannot lock ref",
-                "stale info",
-                "rejected",
-            )
-        )
-        and "permission" not in text
     )

@@ -432,7 +432,8 @@ def test_a_sharded_matrix_pushing_at_once_keeps_every_run(
 def test_a_lost_race_naming_a_commit_with_403_in_it_is_no_refusal() -> None:
     """One push in a few hundred names a commit whose hash holds "403": that is a race to
     retry, not a token without write access (it failed a job of a sixteen-job matrix)."""
-    from firewall.store.gitstate import _lost_a_race, _refused
+    from firewall.store.statepush import lost_a_race as _lost_a_race
+    from firewall.store.statepush import refused as _refused
 
     stderr = (
         "To /srv/origin.git\n"

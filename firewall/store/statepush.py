@@ -1,0 +1,146 @@
+"""Writing the state branch: the tree of a push built, the push leased, its refusals read.
+
+``firewall.store.gitstate`` folds a run into the tip's files and its weeks, and
+retries a push that lost a race; this module writes what it folded, as git
+objects and one push, and tells a refusal (a protected branch, a read-only
+token, a hook) from a lost race, with what to change.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from firewall.store.git import IDENTITY, Git
+from firewall.store.weeks import remote_ref
+
+
+def push_tip(
+    git: Git,
+    remote: str,
+    branch: str,
+    tip: str | None,
+    changes: Mapping[str, str | None],
+    archived: Mapping[str, tuple[str, str | None]],
+    *,
+    message: str,
+    auth: Mapping[str, str],
+) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """A parentless commit of ``tip``'s tree with ``changes`` made, pushed in place of the
+    branch's tip with the ``archived`` weeks (per week its new commit and the one it
+    replaces): the commit, and git's answer (the caller reads the exit status)."""
+    # Every push starts the branch anew: a parentless commit, so that the branch's
+    # history is its tip, and a full clone fetches what a shallow one does, not a
+    # year of superseded files. It replaces the tip only if the tip is still the one
+    # it was built on (the lease), and each week it changes only if that week is
+    # still the one it read; all or none (--atomic). A racing writer sees a stale
+    # lease or a non-fast-forward and rebuilds on the new tip, as after any lost race.
+    commit = git.out(
+        "commit-tree",
+        write_tree(git, tip, changes),
+        "-m",
+        message,
+        extra_env=IDENTITY,
+    )
+    ref = f"refs/heads/{branch}"
+    leases = [f"--force-with-lease={ref}:{tip or ''}"]
+    specs = [f"{commit}:{ref}"]
+    for week, (new, old) in sorted(archived.items()):
+        leases.append(f"--force-with-lease={remote_ref(branch, week)}:{old or ''}")
+        specs.append(f"{new}:{remote_ref(branch, week)}")
+    pushed = git.run(
+        # recent.jsonl is rewritten whole by every push: a delta search against the
+        # last one and a thorough deflate cost the job a second of CPU at 5,000
+        # evals, to save a megabyte of upload. Deflate it fast and whole instead.
+        "-c",
+        "core.bigFileThreshold=1m",
+        "-c",
+        "pack.compression=1",
+        "push",
+        "--quiet",
+        *(["--atomic"] if len(specs) > 1 else []),
+        *leases,
+        remote,
+        *specs,
+        extra_env=auth,
+    )
+    return commit, pushed
+
+
+def write_tree(git: Git, tip: str | None, changes: Mapping[str, str | None]) -> str:
+    """The tip's tree with ``changes`` made: a file's new text, or None to remove it."""
+    with tempfile.TemporaryDirectory(prefix="firewall-state-") as scratch:
+        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        if tip is not None:
+            git.out("read-tree", tip, extra_env=index)
+        for path, text in changes.items():
+            if text is None:
+                git.out("update-index", "--force-remove", path, extra_env=index)
+                continue
+            blob = write_blob(git, text)
+            git.out(
+                "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index
+            )
+        return git.out("write-tree", extra_env=index)
+
+
+def write_blob(git: Git, text: str) -> str:
+    """``text`` written as a blob: its id. A loose object stored, not deflated: the push
+    deflates it into its pack anyway, and the checkout is thrown away (at 5,000 evals,
+    git's default level spent a quarter of a second of CPU on recent.jsonl alone)."""
+    return git.out("-c", "core.looseCompression=0", "hash-object", "-w", "--stdin", stdin=text)
+
+
+def refused(stderr: str) -> str | None:
+    """Why the remote refused a push for good (not a race), with what to change; or None.
+
+    GitHub answers GH006 for a protected branch and GH013 for a repository rule; a
+    token without ``contents: write`` gets a 403; any pre-receive hook may decline.
+    Retrying any of them only spends the job's time.
+    """
+    if said := _line_with(stderr, ("gh006", "gh013", "protected branch", "rule violations")):
+        return (
+            f"{said}: the branch is protected by a branch protection rule or a ruleset; "
+            "exempt the state branch from it (the firewall alone writes it)"
+        )
+    if said := _line_with(stderr, ("permission", r"\b403\b", "write access")):
+        return (
+            f"{said}: the job's token may not push; give the workflow "
+            "`permissions: contents: write` (and keep persist-credentials on in actions/checkout)"
+        )
+    if said := _line_with(stderr, ("hook declined",)):
+        return f"{said}: a server-side hook declined it; let the state branch through"
+    return None
+
+
+def _line_with(stderr: str, signs: Sequence[str]) -> str | None:
+    """The first line of git's answer that carries one of ``signs`` (regular expressions),
+    without git's prefixes. A status is a word of its own: the commit named on the line of a
+    lost race (``! [rejected] 781c403b... (fetch first)``) is no 403."""
+    for line in stderr.splitlines():
+        if any(re.search(sign, line.lower()) for sign in signs):
+            text = line.strip()
+            for prefix in ("remote:", "error:", "fatal:"):
+                text = text.removeprefix(prefix).strip()
+            return text
+    return None
+
+
+def lost_a_race(stderr: str) -> bool:
+    text = stderr.lower()
+    return (
+        any(
+            sign in text
+            for sign in (
+                "non-fast-forward",
+                "fetch first",
+                "cannot lock ref",
+                "stale info",
+                "rejected",
+            )
+        )
+        and "permission" not in text
+    )
