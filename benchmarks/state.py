@@ -429,18 +429,7 @@ def weeks_bytes(origin: Path, branch: str) -> tuple[int, int]:
     """How many rolled-up weeks ``branch`` keeps off its tip, and what they pack to."""
     refs = git(origin, "for-each-ref", "--format=%(refname)", f"refs/firewall/{branch}/weeks/")
     names = refs.split()
-    if not names:
-        return 0, 0
-    objects = git(origin, "rev-list", "--objects", *names)
-    pack = subprocess.run(
-        ["git", "pack-objects", "--stdout", "-q"],
-        cwd=origin,
-        input=objects.encode(),
-        capture_output=True,
-        env=ENV,
-        check=True,
-    )
-    return len(names), len(pack.stdout)
+    return len(names), pack_bytes_of(origin, *names) if names else 0
 
 
 def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
@@ -535,9 +524,9 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
     )
 
 
-def pack_bytes_of(origin: Path, branch: str) -> int:
-    """The bytes a pack of everything reachable from ``branch`` takes: what a clone adds."""
-    objects = git(origin, "rev-list", "--objects", branch)
+def pack_bytes_of(origin: Path, *refs: str) -> int:
+    """The bytes a pack of everything reachable from ``refs`` takes: what a clone adds."""
+    objects = git(origin, "rev-list", "--objects", *refs)
     pack = subprocess.run(
         ["git", "pack-objects", "--stdout", "-q"],
         cwd=origin,
