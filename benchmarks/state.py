@@ -45,7 +45,8 @@ from firewall.store import weeks as week_refs
 from firewall.store.git import Git
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow
-from firewall.store.recent import RECENT, fold_recent
+from firewall.store.recent import RECENT
+from firewall.store.recentfold import fold_recent
 from firewall.store.rollups import render_rollup, roll_up, week_of
 from firewall.timeutil import to_text
 

@@ -39,6 +39,12 @@ sparkline (``TREND_POINTS``), an HTML trend (``TREND_RUNS``) and the regression
 baseline (``BASELINE_RUNS``); a count, so the tip grows with the evals, not with
 how often CI runs."""
 
+ROLL_UP_EVERY = 10
+"""An eval's line in ``recent.jsonl`` holds up to ``ROLL_UP_EVERY - 1`` runs more than
+``RECENT_RUNS``; the push that would make it ``ROLL_UP_EVERY`` more rolls the oldest
+ones up at once. So of a suite whose evals all run each time, one push in ten fetches
+and rewrites a rolled-up week (5,000 lines at 5,000 evals), not every push."""
+
 BASELINE_WINDOW = dt.timedelta(days=30)
 """How far back the default branch's runs are read for a comparison (the regression
 stage, the pull request comment): a month, and a read that stays short."""

@@ -37,17 +37,12 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from firewall.constants import RECENT_RUNS
+from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
 from firewall.store import weeks as week_refs
 from firewall.store.git import Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow, RunSummary
-from firewall.store.recent import (
-    RECENT,
-    fold_recent,
-    recent_medians,
-    recent_rows,
-    recent_run_ids,
-)
+from firewall.store.recent import RECENT, recent_medians, recent_rows, recent_run_ids
+from firewall.store.recentfold import fold_recent
 from firewall.store.rollups import fold_week, parse_rollup, week_of
 from firewall.store.statefiles import parse_file, run_file, run_summary
 from firewall.store.statepush import lost_a_race, push_tip, refused, write_blob
@@ -256,11 +251,13 @@ class GitState:
         files: Mapping[str, str] | None = None,
         updates: Mapping[str, Callable[[str | None], str]] | None = None,
         keep_runs: int = RECENT_RUNS,
+        room: int = ROLL_UP_EVERY - 1,
     ) -> None:
         """Fold one run's rows into the tip (each eval keeps its newest ``keep_runs`` in
-        ``recent.jsonl``; older ones go to their week's rollup; the run's file replaces the
-        newest run's), replace ``files``, change ``updates`` (each given the tip's text of its
-        file), push a parentless commit in place of the tip.
+        ``recent.jsonl``, and up to ``room`` more; beyond, the older ones go to their week's
+        rollup, together; the run's file replaces the newest run's), replace ``files``,
+        change ``updates`` (each given the tip's text of its file), push a parentless
+        commit in place of the tip.
 
         A push that loses a race with another job is rebuilt on the new tip and tried
         again, with a growing, jittered pause, for up to ``PUSH_WINDOW_S``: a count of
@@ -290,7 +287,7 @@ class GitState:
                 changes[name] = update(self._text(self._tip, name))
             fallen: dict[str, list[HistoryRow]] = {}
             if rows:
-                folded, fallen = self._folded(self._tip, rows, keep_runs)
+                folded, fallen = self._folded(self._tip, rows, keep_runs, room)
                 changes.update(folded)
             leaving, archived = self._archived(self._tip, fallen)
             changes.update(leaving)
@@ -426,7 +423,7 @@ class GitState:
     # --- writing ---------------------------------------------------------------------
 
     def _folded(
-        self, tip: str | None, rows: Sequence[HistoryRow], keep: int
+        self, tip: str | None, rows: Sequence[HistoryRow], keep: int, room: int
     ) -> tuple[dict[str, str | None], dict[str, list[HistoryRow]]]:
         """The tip's files a run's rows change (``recent.jsonl``, and ``runs/``: the newest
         run's file alone), and the rows that fall out of the recent file, by week.
@@ -450,7 +447,7 @@ class GitState:
         }
         if newest == path:
             changes[path] = text
-        changes[RECENT], fallen = fold_recent(recent, [*earlier, *rows], keep=keep)
+        changes[RECENT], fallen = fold_recent(recent, [*earlier, *rows], keep=keep, room=room)
         by_week: dict[str, list[HistoryRow]] = defaultdict(list)
         for row in fallen:
             by_week[week_of(row.build_ts)].append(row)

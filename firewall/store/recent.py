@@ -7,17 +7,15 @@ to mode, time, commit, ref), and gives each eval one line whose fields are
 columns, one value per run, oldest first: what every CI command reads (trends,
 baselines, the comment's statuses) is there, and a reader that wants a few
 evals skips the other lines unparsed. Values are kept as a run file keeps them
-(``firewall.store.statefiles``).
+(``firewall.store.statefiles``). ``firewall.store.recentfold`` writes it.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
-from firewall.constants import RECENT_RUNS
 from firewall.store.history import HistoryRow
 from firewall.store.statefiles import (
     EMPTY,
@@ -27,16 +25,15 @@ from firewall.store.statefiles import (
     line_eval,
     parse_line,
     say,
-    short_fields,
     to_row,
 )
 
 RECENT = "recent.jsonl"
-# Each eval's newest ``RECENT_RUNS`` runs kept whole: the most any CI reader asks for (the
-# HTML report's TREND_RUNS, the regression baseline's BASELINE_RUNS, the summary's
-# TREND_POINTS; firewall.constants says each once).
-_HEADER_FIELDS = ("mode", "build_ts", "git_sha", "git_ref")  # a run's, said once
-_COLUMNS = (
+# Each eval's newest ``RECENT_RUNS`` runs kept whole (and up to ``ROLL_UP_EVERY - 1`` more):
+# the most any CI reader asks for (the HTML report's TREND_RUNS, the regression baseline's
+# BASELINE_RUNS, the summary's TREND_POINTS; firewall.constants says each once).
+HEADER_FIELDS = ("mode", "build_ts", "git_sha", "git_ref")  # a run's, said once
+COLUMNS = (
     "run_id",
     "status",
     "k",
@@ -57,7 +54,7 @@ _COLUMNS = (
 )
 # What an affected-only run compares with (firewall.pipeline.affected): the newest
 # fingerprinted run's alone, so that an eval's line does not hold thirty maps of files.
-_NEWEST_ONLY = ("fingerprint", "inputs")
+NEWEST_ONLY = ("fingerprint", "inputs")
 _STRING = json.JSONDecoder()  # decodes a column where its key stands
 
 
@@ -74,7 +71,7 @@ def recent_rows(
     later, of runs on ``ref``, the newest ``last`` of them. The lines of other evals are
     passed over by their first bytes, unparsed; what cannot be read is skipped and said."""
     lines = iter_lines(text)
-    runs = _runs_of(next(lines, ""), skipped)
+    runs = runs_of(next(lines, ""), skipped)
     wanted = None if eval_ids is None else set(eval_ids)
     strings: dict[str, str] = {}  # one object per status: a year of rows holds four
     found: dict[str, list[HistoryRow]] = {}
@@ -145,7 +142,7 @@ def recent_medians(
     newest ``last``, oldest first: what a sparkline draws, read from two columns with no row
     built (a run's summary draws one for every eval)."""
     lines = iter_lines(text)
-    runs = _runs_of(next(lines, ""), skipped)
+    runs = runs_of(next(lines, ""), skipped)
     stamps = {run_id: run.get("build_ts", "") for run_id, run in runs.items()}
     wanted = set(eval_ids)
     found: dict[str, list[float | None]] = {}
@@ -205,208 +202,7 @@ def _columns_read(
 
 def recent_run_ids(text: str | bytes) -> set[str]:
     """The runs ``recent.jsonl`` holds rows of: a run file of one of them is no news."""
-    return set(_runs_of(next(iter_lines(text), ""), None))
-
-
-_Folded = tuple[str, list[str], list[HistoryRow]]  # an eval's line, the runs it names, the fallen
-
-
-def fold_recent(
-    text: str | None, rows: Iterable[HistoryRow], *, keep: int = RECENT_RUNS
-) -> tuple[str, list[HistoryRow]]:
-    """``recent.jsonl`` with ``rows`` added, and the rows that fall out of it: each eval
-    keeps its newest ``keep`` runs. Lines of evals without new rows are kept as they are,
-    unparsed but for the runs they name; a line that cannot be read is dropped (its
-    reader said so)."""
-    lines = (text or "").splitlines()
-    runs = _runs_of(lines[0] if lines else "", None)
-    new = _new_entries(rows, runs)
-    folded: dict[str, _Folded] = {}
-    in_order: dict[tuple[str, ...], bool] = {}  # most lines name the same runs: asked once
-    for line in lines[1:]:
-        data = parse_line(line, None)
-        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
-            continue
-        if eval_id not in folded:
-            entries = new.pop(eval_id, None)
-            folded[eval_id] = _fold_line(eval_id, line, data, entries, runs, keep, in_order)
-    for eval_id, entries in new.items():
-        folded[eval_id] = _fold(eval_id, entries, runs, keep)
-    fallen = [row for _, _, out in folded.values() for row in out]
-    return _render_recent(runs, folded), fallen
-
-
-def _new_entries(
-    rows: Iterable[HistoryRow], runs: dict[str, dict[str, Any]]
-) -> dict[str, list[dict[str, Any]]]:
-    """The rows as each eval's entries (its columns' values of one run), their runs' own
-    fields added to ``runs``."""
-    new: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        document = short_fields(row)
-        runs[row.run_id] = {f: document[f] for f in _HEADER_FIELDS if f in document}
-        new[row.eval_id].append({c: document[c] for c in _COLUMNS if c in document})
-    return new
-
-
-def _fold_line(
-    eval_id: str,
-    line: str,
-    data: dict[str, Any],
-    entries: list[dict[str, Any]] | None,
-    runs: dict[str, dict[str, Any]],
-    keep: int,
-    in_order: dict[tuple[str, ...], bool],
-) -> _Folded:
-    """One eval's line with its new entries folded in; without any, the line as it is."""
-    if entries is None:
-        ids = data.get("run_id")
-        return line, [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [], []
-    folded = _fold_columns(eval_id, data, entries, runs, keep, in_order)
-    if folded is None:  # out of order, a run twice, garbage: entry by entry
-        folded = _fold(eval_id, _entries(data) + entries, runs, keep)
-    return folded
-
-
-def _render_recent(runs: dict[str, dict[str, Any]], folded: dict[str, _Folded]) -> str:
-    """``recent.jsonl``: the header with the runs its lines name, then a line per eval."""
-    named = {run_id for _, ids, _ in folded.values() for run_id in ids}
-    header = {
-        "schema_version": FORMAT_VERSION,
-        "runs": {run_id: runs[run_id] for run_id in sorted(named) if run_id in runs},
-    }
-    body = [folded[eval_id][0] for eval_id in sorted(folded)]
-    return "\n".join([json.dumps(header, separators=(",", ":")), *body]) + "\n"
-
-
-def _fold_columns(
-    eval_id: str,
-    data: dict[str, Any],
-    entries: list[dict[str, Any]],
-    runs: dict[str, dict[str, Any]],
-    keep: int,
-    in_order: dict[tuple[str, ...], bool],
-) -> _Folded | None:
-    """``_fold`` of the usual case, column by column, with no entry built but the fallen
-    ones': the line's runs are known and in time order, and the new runs come after them.
-    None when that is not so (then ``_fold`` sorts it out entry by entry). ``in_order``
-    keeps the answer for each list of runs already asked about."""
-    ids = data.get("run_id")
-    if not isinstance(ids, list):
-        return None
-    named = [*ids, *(e.get("run_id") for e in entries)]
-    if not all(isinstance(run_id, str) for run_id in named):
-        return None
-    key = tuple(named)
-    if key not in in_order:
-        in_order[key] = _come_after(ids, entries, runs, keep)
-    if not in_order[key]:
-        return None
-    old = _columns_of(data, ids)
-    drop = max(0, len(ids) + len(entries) - keep)
-    fallen = _fallen(eval_id, old, ids[:drop], runs)
-    columns = _shifted(old, len(ids) - drop, drop, entries)
-    _newest_only(columns)
-    return _render_line(eval_id, columns), columns["run_id"], fallen
-
-
-def _come_after(
-    ids: list[Any], entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], keep: int
-) -> bool:
-    """Whether the new entries simply come after a line's runs: no more of them than are
-    kept, every run known, all in time order, none twice."""
-    if len(entries) > keep:
-        return False
-    named = [*ids, *(e.get("run_id") for e in entries)]
-    stamps = []
-    for run_id in named:
-        run = runs.get(run_id) if isinstance(run_id, str) else None
-        if run is None:
-            return False
-        stamps.append(run.get("build_ts", ""))
-    return stamps == sorted(stamps) and len(set(named)) == len(named)
-
-
-def _fallen(
-    eval_id: str,
-    old: dict[str, list[Any]],
-    dropped: list[str],
-    runs: dict[str, dict[str, Any]],
-) -> list[HistoryRow]:
-    """The rows of a line's oldest runs, ``dropped`` to make room for the new ones."""
-    fallen = []
-    for i, run_id in enumerate(dropped):
-        entry = {c: values[i] for c, values in old.items() if values[i] not in EMPTY}
-        if (row := to_row({**entry, **runs[run_id], "eval_id": eval_id}, None)) is not None:
-            fallen.append(row)
-    return fallen
-
-
-def _shifted(
-    old: dict[str, list[Any]], staying: int, drop: int, entries: list[dict[str, Any]]
-) -> dict[str, list[Any]]:
-    """A line's columns without their oldest ``drop`` values and with the new entries'
-    after the ``staying`` others (None where the line had no such column)."""
-    present = set(old).union(*entries)
-    pad = [None] * staying
-    return {
-        c: [*(old[c][drop:] if c in old else pad), *(e.get(c) for e in entries)]
-        for c in _COLUMNS
-        if c in present
-    }
-
-
-def _newest_only(columns: dict[str, list[Any]]) -> None:
-    """The ``_NEWEST_ONLY`` columns emptied but for the newest fingerprinted run's value."""
-    marks = columns.get("fingerprint", [])
-    newest = next((i for i in range(len(marks) - 1, -1, -1) if marks[i] not in EMPTY), None)
-    for column in _NEWEST_ONLY:
-        if column in columns:
-            values = columns[column]
-            columns[column] = [v if i == newest else None for i, v in enumerate(values)]
-
-
-def _render_line(eval_id: str, columns: Mapping[str, list[Any]]) -> str:
-    """One eval's line of ``recent.jsonl``: its id first, then each column that holds a value."""
-    document: dict[str, object] = {"eval_id": eval_id}
-    for column, values in columns.items():
-        if any(value is not None and value not in EMPTY for value in values):
-            document[column] = values
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-
-
-def _fold(
-    eval_id: str, entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], keep: int
-) -> _Folded:
-    """One eval's line from its runs' entries (one per run, the newest kept), the runs it
-    names, and the rows of the runs that fell out, oldest first."""
-    by_run = {e["run_id"]: e for e in entries if e.get("run_id") in runs}
-    ordered = sorted(by_run.values(), key=lambda e: (runs[e["run_id"]].get("build_ts", ""),))
-    fallen = [
-        row
-        for entry in ordered[:-keep]
-        if (row := to_row({**entry, **runs[entry["run_id"]], "eval_id": eval_id}, None))
-    ]
-    ordered = ordered[-keep:]
-    newest = next((e for e in reversed(ordered) if e.get("fingerprint")), None)
-    ordered = [
-        e if e is newest else {c: v for c, v in e.items() if c not in _NEWEST_ONLY} for e in ordered
-    ]
-    columns = {column: [entry.get(column) for entry in ordered] for column in _COLUMNS}
-    return _render_line(eval_id, columns), [e["run_id"] for e in ordered], fallen
-
-
-def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """A line's columns as one entry per run (a value missing or of no run is left out)."""
-    ids = data.get("run_id")
-    if not isinstance(ids, list):
-        return []
-    columns = _columns_of(data, ids)
-    return [
-        {c: values[i] for c, values in columns.items() if values[i] not in EMPTY}
-        for i, run_id in enumerate(ids)
-        if isinstance(run_id, str)
-    ]
+    return set(runs_of(next(iter_lines(text), ""), None))
 
 
 def _entries_newest_first(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -415,18 +211,19 @@ def _entries_newest_first(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
     ids = data.get("run_id")
     if not isinstance(ids, list):
         return
-    columns = _columns_of(data, ids)
+    columns = columns_of(data, ids)
     for i in range(len(ids) - 1, -1, -1):
         if isinstance(ids[i], str):
             yield {c: values[i] for c, values in columns.items() if values[i] not in EMPTY}
 
 
-def _columns_of(data: dict[str, Any], ids: list[Any]) -> dict[str, list[Any]]:
+def columns_of(data: dict[str, Any], ids: list[Any]) -> dict[str, list[Any]]:
     """A line's columns that hold a value for each of its runs (others are garbage)."""
-    return {c: v for c in _COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
+    return {c: v for c in COLUMNS if isinstance(v := data.get(c), list) and len(v) == len(ids)}
 
 
-def _runs_of(line: str, skipped: Callable[[str], None] | None) -> dict[str, dict[str, Any]]:
+def runs_of(line: str, skipped: Callable[[str], None] | None) -> dict[str, dict[str, Any]]:
+    """The header's runs: run id to the fields a run says once (garbage left out)."""
     header = parse_line(line, skipped)
     if header is None or header.get("schema_version") != FORMAT_VERSION:
         if header is not None:
@@ -436,7 +233,7 @@ def _runs_of(line: str, skipped: Callable[[str], None] | None) -> dict[str, dict
     if not isinstance(runs, dict):
         return {}
     return {
-        run_id: {f: run[f] for f in _HEADER_FIELDS if isinstance(run.get(f), str)}
+        run_id: {f: run[f] for f in HEADER_FIELDS if isinstance(run.get(f), str)}
         for run_id, run in runs.items()
         if isinstance(run, dict)
     }

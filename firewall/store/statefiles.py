@@ -174,7 +174,7 @@ def iter_lines(text: str | bytes) -> Iterator[str]:
         at = stop + 1
 
 
-_LINE_START = '{"eval_id":'
+LINE_START = '{"eval_id":'
 _STRING = json.JSONDecoder()
 
 
@@ -182,10 +182,10 @@ def line_eval(line: str) -> str | None:
     """The eval a line of ``recent.jsonl`` or of a rollup is of, from its first field alone
     (as ``firewall.store.recent`` writes it); None when it does not begin so (the line is
     parsed whole then)."""
-    if not line.startswith(_LINE_START):
+    if not line.startswith(LINE_START):
         return None
     try:
-        value, _ = _STRING.raw_decode(line, len(_LINE_START))
+        value, _ = _STRING.raw_decode(line, len(LINE_START))
     except ValueError:
         return None
     return value if isinstance(value, str) else None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
-from firewall.constants import RECENT_RUNS
+from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
 from firewall.store.git import Git, StateError
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow, LocalHistory
@@ -127,33 +127,36 @@ def test_each_evals_newest_runs_are_kept_whole_and_older_ones_rolled_up_by_week(
     origin: Path, tmp_path: Path
 ) -> None:
     state = state_in(origin, tmp_path / "job")
-    days = range(RECENT_RUNS + 20, -1, -1)  # one run a day, oldest first, up to today
+    days = range(RECENT_RUNS + 2 * ROLL_UP_EVERY, -1, -1)  # a run a day, up to today
     for day in days:
         state.push(rows(f"d{day}", days_ago=day, median=0.5 + day / 100))
+    # A line rolls its oldest runs up when it would hold ROLL_UP_EVERY more than it keeps:
+    # ten at a time, so that nine pushes in ten leave the weeks alone.
+    held = RECENT_RUNS + (len(days) - RECENT_RUNS) % ROLL_UP_EVERY
+    assert held == RECENT_RUNS + 1
     files = branch_files(origin, BRANCH)
     assert files == [RECENT, "runs/2026/12/01/090000Z-d0.jsonl"], "no week on the tip"
     assert week_refs(origin), "each rolled-up week a ref of its own"
     reader = state_in(origin, tmp_path / "reader")
-    assert {r.run_id for r in reader.rows()} == {f"d{day}" for day in range(RECENT_RUNS)}
+    assert {r.run_id for r in reader.rows()} == {f"d{day}" for day in range(held)}
     kept = reader.rows(weeks=True)
     whole = [r for r in kept if r.mode == "run"]
-    assert {r.run_id for r in whole} == {f"d{day}" for day in range(RECENT_RUNS)}
+    assert {r.run_id for r in whole} == {f"d{day}" for day in range(held)}
     assert [(r.run_id, r.eval_id, r.median, r.drift) for r in whole] == [
         (r.run_id, r.eval_id, round(r.median or 0, 4), r.drift)
-        for day in range(RECENT_RUNS - 1, -1, -1)
+        for day in range(held - 1, -1, -1)
         for r in rows(f"d{day}", days_ago=day, median=0.5 + day / 100)
     ], "every field kept, numbers to four decimals"
     summaries = [r for r in kept if r.mode == "rollup"]
     assert {r.eval_id for r in summaries} == {"e0", "e1", "e2"}
     # every older run is still counted, once, in its week's rollup
-    assert sum(r.n for r in summaries) == 3 * (len(days) - RECENT_RUNS)
+    assert sum(r.n for r in summaries) == 3 * (len(days) - held)
     # a week's rollup stands for its runs: the mean of their medians, folded night by night
     for summary in summaries:
         week = [
             0.5 + day / 100
             for day in days
-            if day >= RECENT_RUNS
-            and week_of(to_text(NOW - dt.timedelta(days=day))) == summary.run_id[7:]
+            if day >= held and week_of(to_text(NOW - dt.timedelta(days=day))) == summary.run_id[7:]
         ]
         assert summary.n == len(week)
         assert summary.median == pytest.approx(sum(week) / len(week))
@@ -369,7 +372,7 @@ while not go.exists():
 at = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc) - dt.timedelta(days=days_ago)
 stamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
 state.push([HistoryRow(eval_id=f"e{i}", run_id=run_id, mode="run", status="pass", k=7,
-                       build_ts=stamp, median=0.8) for i in range(evals)], keep_runs=keep)
+                       build_ts=stamp, median=0.8) for i in range(evals)], keep_runs=keep, room=0)
 """
 
 
@@ -454,7 +457,7 @@ def test_a_reader_reads_only_the_files_of_its_window(
 
     writer = state_in(origin, tmp_path / "writer")
     for day in (300, 200, 100, 40, 30, 20, 10, 2, 1):
-        writer.push(rows(f"d{day}", days_ago=day), keep_runs=3)
+        writer.push(rows(f"d{day}", days_ago=day), keep_runs=3, room=0)
     writer.push([], files={"progress.json": "{}\n"})
     read: list[str] = []
     batch = Git.batch
@@ -479,7 +482,7 @@ def test_a_reader_reads_only_the_files_of_its_window(
     assert [row.run_id for row in reader.last_run()] == ["d1"] * 3
     assert len(read) == 1, "the newest run's file"
     read.clear()
-    reader.push(rows("today"), keep_runs=3)
+    reader.push(rows("today"), keep_runs=3, room=0)
     assert (
         sorted(name.split(":")[1] for name in read)
         == [RECENT, "rollup/2026-W47.jsonl"][: len(read)]
@@ -559,7 +562,7 @@ def test_a_year_of_pushes_leaves_no_week_on_the_tip_and_every_run_in_the_week_re
     state = state_in(origin, tmp_path / "job")
     days = list(range(366, -1, -6))
     for day in days:
-        state.push(rows(f"d{day}", days_ago=day, median=0.5 + day / 1000), keep_runs=3)
+        state.push(rows(f"d{day}", days_ago=day, median=0.5 + day / 1000), keep_runs=3, room=0)
     assert branch_files(origin, BRANCH) == [RECENT, run_file(rows("d0"))[0]]
     fallen = {week_of(to_text(NOW - dt.timedelta(days=day))) for day in days[:-3]}
     assert sorted(week_refs(origin)) == sorted(fallen)
@@ -601,7 +604,7 @@ def test_a_checkout_and_a_default_read_never_fetch_the_weeks(origin: Path, tmp_p
 
     writer = state_in(origin, tmp_path / "writer")
     for day in range(20, -1, -2):
-        writer.push(rows(f"d{day}", days_ago=day), keep_runs=2)
+        writer.push(rows(f"d{day}", days_ago=day), keep_runs=2, room=0)
     assert week_refs(origin)
     ci = checkout(origin, tmp_path / "ci", ref="refs/heads/main", sha=tip(origin, "main"))
     plain = fresh_clone(origin, tmp_path / "plain")
@@ -615,7 +618,7 @@ def test_a_checkout_and_a_default_read_never_fetch_the_weeks(origin: Path, tmp_p
         assert git(state.cwd, "for-each-ref", "refs/firewall/weeks/") == ""
     for state in states:
         clone = state.cwd
-        state.push(rows(f"today-{clone.name}"), keep_runs=2)  # fetches the week it writes
+        state.push(rows(f"today-{clone.name}"), keep_runs=2, room=0)  # fetches the week it writes
         fetched = git(clone, "for-each-ref", "--format=%(refname)", "refs/firewall/").split()
         assert fetched[0] == "refs/firewall/state" and len(fetched) == 2
         assert fetched[1].rsplit("/", 1)[1] in week_refs(origin)
@@ -648,7 +651,7 @@ def test_status_reads_the_weeks_only_when_its_window_reaches_past_the_recent_run
     now = dt.datetime.now(dt.timezone.utc)
     back = (now - NOW).total_seconds() / 86400
     for day in range(60, -1, -3):
-        writer.push(rows(f"d{day}", days_ago=day - back, median=0.5), keep_runs=3)
+        writer.push(rows(f"d{day}", days_ago=day - back, median=0.5), keep_runs=3, room=0)
     firewall = shutil.which("firewall", path=str(Path(sys.executable).parent)) or "firewall"
     env = {**os.environ, **GIT_ENV}
     env = {k: v for k, v in env.items() if not k.startswith(("GITHUB_", "RUNNER_")) and k != "CI"}
@@ -745,7 +748,7 @@ def test_garbage_in_a_week_ref_is_skipped_and_said_once(origin: Path, tmp_path: 
     assert shared.recent(since=NOW - dt.timedelta(days=90), weeks=True) == rows("r1")
     assert len(said) == 1 and "cannot be read" in said[0]
     # and a push that folds rows into such a week replaces it with what it can read
-    shared.state.push(rows("r2", days_ago=-1), keep_runs=1)
+    shared.state.push(rows("r2", days_ago=-1), keep_runs=1, room=0)
     assert runs_counted(list(shared.state.rows(weeks=True))) == 6
 
 

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from firewall.store.history import HistoryRow
 from firewall.store.progress import CANDIDATES, PROGRESS
-from firewall.store.recent import fold_recent, recent_medians, recent_rows
+from firewall.store.recent import recent_medians, recent_rows
+from firewall.store.recentfold import fold_recent
 from firewall.store.rollups import fold_week, parse_rollup, render_rollup, roll_up
 from firewall.store.statefiles import MAX_LINE, parse_file, run_file, run_summary
 

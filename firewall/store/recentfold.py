@@ -1,0 +1,381 @@
+"""Writing ``recent.jsonl`` (``firewall.store.recent``): a push folds its run into it.
+
+Every push of a run changes the line of every eval it ran: 5,000 lines at 5,000
+evals, about ten megabytes. So the usual case, a line whose runs the new ones come
+after with none falling out (nine pushes in ten, ``ROLL_UP_EVERY``), is done on the
+line's text: each column's new values are written after its old ones, which are
+neither built into entries nor written again (``_appended``). Any other line (a run
+falls out, a column is new to it, runs out of order, a line not as written) is
+decoded and folded entry by entry, and written whole (``_fold_columns``, ``_fold``);
+the two give the same bytes for a line this module wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
+from firewall.store.history import HistoryRow
+from firewall.store.recent import COLUMNS, HEADER_FIELDS, NEWEST_ONLY, columns_of, runs_of
+from firewall.store.statefiles import (
+    EMPTY,
+    FORMAT_VERSION,
+    LINE_START,
+    MAX_LINE,
+    line_eval,
+    parse_line,
+    short_fields,
+    to_row,
+)
+
+_Folded = tuple[str, list[str], list[HistoryRow]]  # an eval's line, the runs it names, the fallen
+
+
+class _Limits(NamedTuple):
+    """How many runs a line keeps when it rolls its oldest up, and the most it holds."""
+
+    keep: int
+    most: int
+
+    def dropped(self, held: int) -> int:
+        """How many of ``held`` runs fall out of a line: none while they fit."""
+        return held - self.keep if held > self.most else 0
+
+
+def fold_recent(
+    text: str | None,
+    rows: Iterable[HistoryRow],
+    *,
+    keep: int = RECENT_RUNS,
+    room: int = ROLL_UP_EVERY - 1,
+) -> tuple[str, list[HistoryRow]]:
+    """``recent.jsonl`` with ``rows`` added, and the rows that fall out of it: each eval
+    keeps its newest ``keep`` runs, and up to ``room`` more; a line that would hold more
+    falls back to ``keep`` (its oldest runs fall out together, in one push of
+    ``room + 1``). Lines of evals without new rows are kept as they are; a line that
+    cannot be read is dropped (its reader said so)."""
+    lines = (text or "").splitlines()
+    runs = runs_of(lines[0] if lines else "", None)
+    new = _new_entries(rows, runs)
+    limits = _Limits(keep, keep + room)
+    folded: dict[str, _Folded] = {}
+    in_order: dict[tuple[str, ...], bool] = {}  # most lines name the same runs: asked once
+    for line in lines[1:]:
+        named = line_eval(line)
+        if named is not None and named in new and named not in folded:
+            appended = _appended(named, line, new[named], runs, limits, in_order)
+            if appended is not None:
+                folded[named] = appended
+                del new[named]
+                continue
+        data = parse_line(line, None)
+        if data is None or not isinstance(eval_id := data.get("eval_id"), str):
+            continue
+        if eval_id not in folded:
+            entries = new.pop(eval_id, None)
+            folded[eval_id] = _fold_line(eval_id, line, data, entries, runs, limits, in_order)
+    for eval_id, entries in new.items():
+        folded[eval_id] = _fold(eval_id, entries, runs, limits)
+    fallen = [row for _, _, out in folded.values() for row in out]
+    return _render_recent(runs, folded), fallen
+
+
+def _new_entries(
+    rows: Iterable[HistoryRow], runs: dict[str, dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows as each eval's entries (its columns' values of one run), their runs' own
+    fields added to ``runs``."""
+    new: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        document = short_fields(row)
+        runs[row.run_id] = {f: document[f] for f in HEADER_FIELDS if f in document}
+        new[row.eval_id].append({c: document[c] for c in COLUMNS if c in document})
+    return new
+
+
+def _fold_line(
+    eval_id: str,
+    line: str,
+    data: dict[str, Any],
+    entries: list[dict[str, Any]] | None,
+    runs: dict[str, dict[str, Any]],
+    limits: _Limits,
+    in_order: dict[tuple[str, ...], bool],
+) -> _Folded:
+    """One eval's line with its new entries folded in; without any, the line as it is."""
+    if entries is None:
+        ids = data.get("run_id")
+        return line, [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [], []
+    folded = _fold_columns(eval_id, data, entries, runs, limits, in_order)
+    if folded is None:  # out of order, a run twice, garbage: entry by entry
+        folded = _fold(eval_id, _entries(data) + entries, runs, limits)
+    return folded
+
+
+def _render_recent(runs: dict[str, dict[str, Any]], folded: dict[str, _Folded]) -> str:
+    """``recent.jsonl``: the header with the runs its lines name, then a line per eval."""
+    named = {run_id for _, ids, _ in folded.values() for run_id in ids}
+    header = {
+        "schema_version": FORMAT_VERSION,
+        "runs": {run_id: runs[run_id] for run_id in sorted(named) if run_id in runs},
+    }
+    body = [folded[eval_id][0] for eval_id in sorted(folded)]
+    return "\n".join([json.dumps(header, separators=(",", ":")), *body]) + "\n"
+
+
+def _fold_columns(
+    eval_id: str,
+    data: dict[str, Any],
+    entries: list[dict[str, Any]],
+    runs: dict[str, dict[str, Any]],
+    limits: _Limits,
+    in_order: dict[tuple[str, ...], bool],
+) -> _Folded | None:
+    """``_fold`` of the usual case, column by column, with no entry built but the fallen
+    ones': the line's runs are known and in time order, and the new runs come after them.
+    None when that is not so (then ``_fold`` sorts it out entry by entry). ``in_order``
+    keeps the answer for each list of runs already asked about."""
+    ids = data.get("run_id")
+    if not isinstance(ids, list):
+        return None
+    named = [*ids, *(e.get("run_id") for e in entries)]
+    if not all(isinstance(run_id, str) for run_id in named):
+        return None
+    key = tuple(named)
+    if key not in in_order:
+        in_order[key] = _come_after(ids, entries, runs, limits.keep)
+    if not in_order[key]:
+        return None
+    old = columns_of(data, ids)
+    drop = limits.dropped(len(ids) + len(entries))
+    fallen = _fallen(eval_id, old, ids[:drop], runs)
+    columns = _shifted(old, len(ids) - drop, drop, entries)
+    _newest_only(columns)
+    return _render_line(eval_id, columns), columns["run_id"], fallen
+
+
+def _come_after(
+    ids: list[Any], entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], keep: int
+) -> bool:
+    """Whether the new entries simply come after a line's runs: no more of them than are
+    kept, every run known, all in time order, none twice."""
+    if len(entries) > keep:
+        return False
+    named = [*ids, *(e.get("run_id") for e in entries)]
+    stamps = []
+    for run_id in named:
+        run = runs.get(run_id) if isinstance(run_id, str) else None
+        if run is None:
+            return False
+        stamps.append(run.get("build_ts", ""))
+    return stamps == sorted(stamps) and len(set(named)) == len(named)
+
+
+def _fallen(
+    eval_id: str,
+    old: dict[str, list[Any]],
+    dropped: list[str],
+    runs: dict[str, dict[str, Any]],
+) -> list[HistoryRow]:
+    """The rows of a line's oldest runs, ``dropped`` to make room for the new ones."""
+    fallen = []
+    for i, run_id in enumerate(dropped):
+        entry = {c: values[i] for c, values in old.items() if values[i] not in EMPTY}
+        if (row := to_row({**entry, **runs[run_id], "eval_id": eval_id}, None)) is not None:
+            fallen.append(row)
+    return fallen
+
+
+def _shifted(
+    old: dict[str, list[Any]], staying: int, drop: int, entries: list[dict[str, Any]]
+) -> dict[str, list[Any]]:
+    """A line's columns without their oldest ``drop`` values and with the new entries'
+    after the ``staying`` others (None where the line had no such column)."""
+    present = set(old).union(*entries)
+    pad = [None] * staying
+    return {
+        c: [*(old[c][drop:] if c in old else pad), *(e.get(c) for e in entries)]
+        for c in COLUMNS
+        if c in present
+    }
+
+
+def _newest_only(columns: dict[str, list[Any]]) -> None:
+    """The ``NEWEST_ONLY`` columns emptied but for the newest fingerprinted run's value."""
+    marks = columns.get("fingerprint", [])
+    newest = next((i for i in range(len(marks) - 1, -1, -1) if marks[i] not in EMPTY), None)
+    for column in NEWEST_ONLY:
+        if column in columns:
+            values = columns[column]
+            columns[column] = [v if i == newest else None for i, v in enumerate(values)]
+
+
+def _render_line(eval_id: str, columns: Mapping[str, list[Any]]) -> str:
+    """One eval's line of ``recent.jsonl``: its id first, then each column that holds a value."""
+    document: dict[str, object] = {"eval_id": eval_id}
+    for column, values in columns.items():
+        if any(value is not None and value not in EMPTY for value in values):
+            document[column] = values
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+
+
+def _fold(
+    eval_id: str, entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], limits: _Limits
+) -> _Folded:
+    """One eval's line from its runs' entries (one per run, the newest kept), the runs it
+    names, and the rows of the runs that fell out, oldest first."""
+    by_run = {e["run_id"]: e for e in entries if e.get("run_id") in runs}
+    ordered = sorted(by_run.values(), key=lambda e: (runs[e["run_id"]].get("build_ts", ""),))
+    drop = limits.dropped(len(ordered))
+    fallen = [
+        row
+        for entry in ordered[:drop]
+        if (row := to_row({**entry, **runs[entry["run_id"]], "eval_id": eval_id}, None))
+    ]
+    ordered = ordered[drop:]
+    newest = next((e for e in reversed(ordered) if e.get("fingerprint")), None)
+    ordered = [
+        e if e is newest else {c: v for c, v in e.items() if c not in NEWEST_ONLY} for e in ordered
+    ]
+    columns = {column: [entry.get(column) for entry in ordered] for column in COLUMNS}
+    return _render_line(eval_id, columns), [e["run_id"] for e in ordered], fallen
+
+
+def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """A line's columns as one entry per run (a value missing or of no run is left out)."""
+    ids = data.get("run_id")
+    if not isinstance(ids, list):
+        return []
+    columns = columns_of(data, ids)
+    return [
+        {c: values[i] for c, values in columns.items() if values[i] not in EMPTY}
+        for i, run_id in enumerate(ids)
+        if isinstance(run_id, str)
+    ]
+
+
+# --- the usual case, on the line's text -------------------------------------------------
+
+# A value decoded where it stands, and where it ends: json's own scanner, which its
+# decoder calls for each value (typeshed does not declare it).
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_Span = tuple[int, int, int]  # a column's comma before its key, its list's start and end
+
+
+def _appended(
+    eval_id: str,
+    line: str,
+    entries: list[dict[str, Any]],
+    runs: dict[str, dict[str, Any]],
+    limits: _Limits,
+    in_order: dict[tuple[str, ...], bool],
+) -> _Folded | None:
+    """``_fold_columns`` of the usual case on the line's text: the new runs come after the
+    line's and none falls out, so each column's new values are written after its old
+    ones. None when the line is not as ``_render_line`` writes it, a column is new to it,
+    or a run would fall out (then the line is folded whole)."""
+    read = _columns_in(line)
+    if read is None:
+        return None
+    values, spans = read
+    ids = values.get("run_id")
+    if not isinstance(ids, list) or not ids:
+        return None
+    held = len(ids)
+    if any(type(v) is not list or len(v) != held for v in values.values()):
+        return None
+    named = [*ids, *(e.get("run_id") for e in entries)]
+    if limits.dropped(len(named)) or not _in_order(ids, named, entries, runs, limits, in_order):
+        return None
+    if any(c not in spans for entry in entries for c in entry):
+        return None
+    if sum(v not in EMPTY for v in values.get("fingerprint", ())) > 1:
+        return None
+    newest = _newest_marked(entries)
+    pieces, at = [], 0
+    for column, (comma, start, end) in spans.items():
+        if column in NEWEST_ONLY and newest is not None:  # the new value replaces the old
+            pieces.append(line[at:comma])
+            if (value := entries[newest].get(column)) not in EMPTY:
+                pieces += [line[comma:start], "[", "null," * (held + newest), _text(value)]
+                pieces += [",null" * (len(entries) - newest - 1), "]"]
+        elif column in NEWEST_ONLY:  # the line's newest value stays the newest
+            pieces += [line[at : end - 1], ",null" * len(entries), "]"]
+        else:
+            news = ",".join([_text(entry.get(column)) for entry in entries])
+            pieces += [line[at : end - 1], ",", news, "]"]
+        at = end
+    pieces.append(line[at:])
+    return "".join(pieces), named, []
+
+
+def _in_order(
+    ids: list[Any],
+    named: list[Any],
+    entries: list[dict[str, Any]],
+    runs: dict[str, dict[str, Any]],
+    limits: _Limits,
+    in_order: dict[tuple[str, ...], bool],
+) -> bool:
+    """``_come_after`` for a line's runs and the new ones (``named``), asked once for each
+    list of runs: most lines name the same."""
+    try:
+        return in_order[tuple(named)]
+    except KeyError:
+        pass
+    except TypeError:  # a run id that is a list or a map: garbage
+        return False
+    fine = all(isinstance(run_id, str) for run_id in named)
+    in_order[tuple(named)] = fine and _come_after(ids, entries, runs, limits.keep)
+    return in_order[tuple(named)]
+
+
+def _columns_in(line: str) -> tuple[dict[str, Any], dict[str, _Span]] | None:
+    """A line's columns and where each stands, read as ``_render_line`` writes a line (no
+    space, the eval first, each key once); None for any other line."""
+    if len(line) > MAX_LINE or not line.startswith(LINE_START) or not line.endswith("}"):
+        return None
+    values: dict[str, Any] = {}
+    spans: dict[str, _Span] = {}
+    try:
+        _, at = _SCAN(line, len(LINE_START))
+        while line.startswith(',"', at):
+            column, after = _SCAN(line, at + 1)
+            if column not in COLUMNS or column in values or line[after] != ":":
+                return None
+            values[column], end = _SCAN(line, after + 1)
+            spans[column] = (at, after + 1, end)
+            at = end
+    except (StopIteration, ValueError, RecursionError, IndexError):
+        return None
+    return (values, spans) if at == len(line) - 1 else None
+
+
+def _newest_marked(entries: list[dict[str, Any]]) -> int | None:
+    """The newest of the new entries with a fingerprint: its ``NEWEST_ONLY`` values replace
+    the line's (``_newest_only``); None when none has one (the line's stay)."""
+    for i in range(len(entries) - 1, -1, -1):
+        if entries[i].get("fingerprint") not in EMPTY:
+            return i
+    return None
+
+
+def _plain(text: str) -> bool:
+    """Whether json.dumps writes a printable ASCII string as it is: nothing to escape."""
+    return '"' not in text and "\\" not in text
+
+
+def _text(value: Any) -> str:
+    """A value as ``_render_line``'s ``json.dumps`` writes it, the common ones directly."""
+    kind = type(value)
+    if value is None:
+        return "null"
+    if (kind is float and math.isfinite(value)) or kind is int:
+        return repr(value)
+    if kind is str and value.isascii() and value.isprintable() and _plain(value):
+        return f'"{value}"'
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

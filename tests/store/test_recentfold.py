@@ -1,0 +1,145 @@
+"""A push's fold of its run into ``recent.jsonl``: what each line keeps, and when its
+oldest runs fall out to the weeks.
+
+The fold has two ways: the usual line is appended to on its text, any other is
+decoded and written whole. The properties here hold the first to the second, byte
+for byte, over histories of any values a row can hold.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from firewall.store import recentfold, statefiles
+from firewall.store.history import HistoryRow
+from firewall.store.recent import recent_rows
+from firewall.store.recentfold import fold_recent
+
+NOW = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
+FUZZ = settings(database=None, derandomize=True, deadline=None, max_examples=200)
+
+
+def stamp(n: int) -> str:
+    return (NOW + dt.timedelta(minutes=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def row(eval_id: str, at: int, **fields: object) -> HistoryRow:
+    defaults: dict[str, object] = {"status": "pass", "k": 7, "median": 0.8, "iqr": 0.01}
+    return HistoryRow(
+        eval_id=eval_id,
+        run_id=f"r{at:03d}",
+        mode="run",
+        build_ts=stamp(at),
+        **{**defaults, **fields},  # type: ignore[arg-type]
+    )
+
+
+def test_a_line_rolls_its_oldest_runs_up_together_once_it_would_hold_room_more() -> None:
+    text = ""
+    held, fell = [], []
+    for n in range(9):
+        text, fallen = fold_recent(text, [row("e", n, median=n / 10)], keep=3, room=2)
+        held.append(len(recent_rows(text)["e"]))
+        fell.append([r.run_id for r in fallen])
+    assert held == [1, 2, 3, 4, 5, 3, 4, 5, 3]
+    assert fell == [[], [], [], [], [], ["r000", "r001", "r002"], [], [], ["r003", "r004", "r005"]]
+    assert [r.median for r in recent_rows(text)["e"]] == [0.6, 0.7, 0.8]
+
+
+def test_without_room_each_push_rolls_up_what_falls_past_keep() -> None:
+    text: str | None = None
+    for n in range(5):
+        text, fallen = fold_recent(text, [row("e", n)], keep=3, room=0)
+        assert [r.run_id for r in fallen] == ([f"r{n - 3:03d}"] if n >= 3 else [])
+
+
+def decoded_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recentfold, "_appended", lambda *args: None)
+
+
+# Values a row can hold, the awkward ones included: quotes, backslashes, non-ASCII and
+# control characters in strings, NaN and infinities, maps of files, empty ones.
+TEXTS = st.text(max_size=6) | st.sampled_from(['a"b', "a\\b", "é", "\n", "x]", "x,y", ""])
+NUMBERS = st.none() | st.floats(allow_nan=True) | st.integers(-3, 3).map(float)
+ROWS = st.fixed_dictionaries(
+    {},
+    optional={
+        "status": st.sampled_from(["pass", "fail", "quarantined", "error"]),
+        "median": NUMBERS,
+        "sd": NUMBERS,
+        "n": st.integers(0, 9),
+        "drift": st.dictionaries(TEXTS, st.floats(-1, 1), max_size=2),
+        "model_ids": st.lists(TEXTS, max_size=2).map(tuple),
+        "fingerprint": st.none() | TEXTS,
+        "inputs": st.dictionaries(TEXTS, TEXTS, max_size=2),
+        "cost_usd": NUMBERS,
+    },
+)
+RUNS = st.lists(st.dictionaries(st.sampled_from(["a", "b", "c"]), ROWS, min_size=1), max_size=12)
+
+
+@FUZZ
+@given(RUNS, st.integers(1, 4), st.integers(0, 3))
+def test_a_line_appended_on_its_text_is_the_line_decoded_and_written_whole(
+    runs: list[dict[str, dict[str, object]]], keep: int, room: int
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        texts: list[str | None] = [None, None]
+        for n, evals in enumerate(runs):
+            rows = [row(eval_id, n, **fields) for eval_id, fields in sorted(evals.items())]
+            fast, fast_fallen = fold_recent(texts[0], rows, keep=keep, room=room)
+            decoded_only(patch)
+            slow, slow_fallen = fold_recent(texts[1], rows, keep=keep, room=room)
+            patch.undo()
+            assert fast == slow
+            assert fast_fallen == slow_fallen
+            texts = [fast, slow]
+
+
+def test_the_usual_line_is_appended_to_without_being_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nine pushes in ten append to each line: no line is decoded whole, no entry built."""
+    text, _ = fold_recent(None, [row(e, 0, fingerprint="f0") for e in "abc"])
+    text, _ = fold_recent(text, [row(e, 1) for e in "abc"])
+    decoded: list[str] = []
+
+    def parse(line: str, skipped: object) -> object:
+        decoded.append(line)
+        return statefiles.parse_line(line, None)
+
+    monkeypatch.setattr(recentfold, "parse_line", parse)
+    text, fallen = fold_recent(text, [row(e, 2, fingerprint="f2") for e in "abc"])
+    assert decoded == [] and fallen == []
+    kept = recent_rows(text)
+    assert [[r.fingerprint for r in kept[e]] for e in "abc"] == [[None, None, "f2"]] * 3
+
+
+def test_a_line_with_a_column_new_to_it_is_written_whole() -> None:
+    text, _ = fold_recent(None, [row("a", 0)])
+    text, _ = fold_recent(text, [row("a", 1, cost_usd=0.25)])
+    assert [r.cost_usd for r in recent_rows(text)["a"]] == [None, 0.25]
+
+
+def test_a_line_not_as_written_is_decoded_and_what_cannot_be_read_dropped() -> None:
+    text, _ = fold_recent(None, [row(e, 0) for e in "ab"])
+    header, a, b = text.splitlines()
+    spaced = a.replace(",", ", ")
+    text, _ = fold_recent("\n".join([header, spaced, b[:-1]]), [row(e, 1) for e in "ab"])
+    kept = recent_rows(text)
+    assert [r.run_id for r in kept["a"]] == ["r000", "r001"]
+    assert [r.run_id for r in kept["b"]] == ["r001"]
+
+
+def test_values_json_would_escape_are_written_as_json_writes_them() -> None:
+    odd = ['a"b', "a\\b", "é", "\x07", "x]", "x,y"]
+    text, _ = fold_recent(None, [row("a", 0, model_ids=("m",))])
+    for n, value in enumerate(odd, start=1):
+        text, _ = fold_recent(text, [row("a", n, model_ids=(value,), median=float("nan"))])
+    kept = recent_rows(text)["a"]
+    assert [r.model_ids for r in kept] == [("m",), *((value,) for value in odd)]
+    assert all(r.median != r.median for r in kept[1:])  # NaN, as json writes it
