@@ -37,10 +37,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
-from firewall.constants import RECENT_RUNS
+from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
 from firewall.store import weeks as week_refs
 from firewall.store.git import Git
 from firewall.store.gitstate import GitState
@@ -52,6 +52,11 @@ from firewall.timeutil import to_text
 
 RUNS_PER_DAY = 6
 DAYS = 365
+# An eval's line holds its newest RECENT_RUNS runs and up to ROLL_UP_EVERY - 1 more; the
+# push that would make it ROLL_UP_EVERY more rolls them up. The tips measured: the middle
+# of that cycle (a usual push), and its end (the next push rolls up: one in ten).
+MIDDLE = RECENT_RUNS + ROLL_UP_EVERY // 2
+FULL = RECENT_RUNS + ROLL_UP_EVERY - 1
 ENV = {
     **os.environ,
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -71,11 +76,15 @@ def git(cwd: Path, *args: str, stdin: str | None = None) -> str:
 
 
 def run_rows(evals: int, at: dt.datetime, rng: random.Random) -> list[HistoryRow]:
+    """A run's rows as a real `firewall run` writes them: the fingerprint and the files it
+    read (each eval's, a run's own) and the trials and seconds it cost."""
     stamp = to_text(at)
     run_id = f"{rng.getrandbits(48):012x}"
+    digest = f"{rng.getrandbits(64):016x}"
     rows = []
     for i in range(evals):
         median = min(1.0, max(0.0, 0.8 + rng.gauss(0, 0.05)))
+        inputs = {"file:bench_evals.py": digest, "firewall": "0.1.0", "settings": f"{i:016x}"}
         rows.append(
             HistoryRow(
                 eval_id=f"suite/eval-{i:04d}",
@@ -92,6 +101,10 @@ def run_rows(evals: int, at: dt.datetime, rng: random.Random) -> list[HistoryRow
                 pass_rate=1.0 if median >= 0.8 else 0.0,
                 git_sha=f"{rng.getrandbits(160):040x}",
                 git_ref="refs/heads/main",
+                fingerprint=f"{rng.getrandbits(128):032x}",
+                inputs=inputs,
+                trials=7,
+                seconds=round(rng.uniform(0, 0.01), 4),
             )
         )
     return rows
@@ -107,12 +120,15 @@ def build_origin(
     name: str = "origin.git",
     project: dict[str, str] | None = None,
     now: dt.datetime = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc),
+    held: int = MIDDLE,
+    watched: Collection[str] | None = None,
 ) -> Path:
     """A bare origin with a default branch (``project``'s files, else an empty config) and
-    a state branch ``days`` old, as the firewall's pushes leave it: each eval's newest runs
-    in recent.jsonl, the newest run's file, older runs rolled up by week, one parentless
-    commit (the last push's, made by the firewall itself). Without ``history``, the
-    origin has no state branch at all."""
+    a state branch ``days`` old, as the firewall's pushes leave it: each eval's newest
+    ``held`` runs in recent.jsonl, the newest run's file, older runs rolled up by week,
+    one parentless commit (the last push's, made by the firewall itself). Without
+    ``history``, the origin has no state branch at all. With ``watched`` (the registry's
+    evals), the last push cuts the status commit to them, as `firewall run` does."""
     origin = root / name
     git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
     # A push is kept as the pack it came in, as a hosted server keeps it. git's default
@@ -132,7 +148,7 @@ def build_origin(
 
     rng = random.Random(20261201)
     step = dt.timedelta(days=1) / runs_per_day
-    newest = [now - step * n for n in range(RECENT_RUNS)][::-1]  # kept whole
+    newest = [now - step * n for n in range(held - 1)][::-1]  # kept whole, and the push below
     recent, _ = fold_recent(None, [r for at in newest for r in run_rows(evals, at, rng)])
     # The weeks before them, one row per eval per week standing for its runs (the fold's
     # arithmetic, on one run a day: the numbers differ, the bytes per row do not).
@@ -168,7 +184,9 @@ def build_origin(
     tip = git(seed, "commit-tree", tree, "-m", "built")
     git(seed, "push", "--quiet", "origin", f"{tip}:refs/heads/firewall-state")
     # The last run of the day, pushed by the firewall: its fold and its parentless tip.
-    writer = GitState(seed, "origin", "firewall-state", env=ENV)
+    # A run cuts the status commit to the registry's evals, as `firewall run` does.
+    cut = None if watched is None else lambda: watched
+    writer = GitState(seed, "origin", "firewall-state", env=ENV, watched=cut)
     writer.push(run_rows(evals, now + step, rng))
     git(origin, "gc", "--quiet", "--prune=now")
     return origin
@@ -387,33 +405,79 @@ def timed_command(clone: Path, env: dict[str, str], *args: str) -> dict[str, flo
     return measured
 
 
+Measured = dict[str, dict[str, float]]  # a command to its cpu, wall and rss
+
+
 def ci_commands(
-    root: Path, with_state: Path, tip: str, without: Path, repetitions: int, server: str
-) -> list[tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]]:
+    root: Path, tips: dict[str, tuple[Path, str]], without: Path, repetitions: int, server: str
+) -> dict[str, list[tuple[Measured, Measured]]]:
     """`firewall run` (a push to the default branch: it reads the trends, pushes its rows)
-    and `firewall status` on a fresh CI checkout, with a year of state and without a state
-    branch, back to back each repetition. Each command starts from the same branch: the
-    year's tip, or none (a run without state creates the branch: that is what it costs)."""
-    pairs = []
+    and `firewall status` on a fresh CI checkout, with a year of state (each of ``tips``:
+    a name to an origin and its state branch's tip) and without a state branch, back to
+    back each repetition. Each command starts from the same branch: the year's tip, or
+    none (a run without state creates the branch: that is what it costs)."""
+    pairs: dict[str, list[tuple[Measured, Measured]]] = {name: [] for name in tips}
     for n in range(repetitions):
-        pair = []
-        for origin in (with_state, without):
-            measured = {}
-            for command in ("run", "status"):
-                if origin is with_state:
-                    git(origin, "update-ref", "refs/heads/firewall-state", tip)
-                else:
-                    subprocess.run(
-                        ["git", "update-ref", "-d", "refs/heads/firewall-state"],
-                        cwd=origin,
-                        env=ENV,
-                        capture_output=True,
+        for name, (origin, tip) in tips.items():
+            pair = []
+            for state in (origin, without):
+                measured = {}
+                for command in ("run", "status"):
+                    if state is origin:
+                        git(origin, "update-ref", "refs/heads/firewall-state", tip)
+                    else:
+                        subprocess.run(
+                            ["git", "update-ref", "-d", "refs/heads/firewall-state"],
+                            cwd=state,
+                            env=ENV,
+                            capture_output=True,
+                        )
+                    clone = ci_checkout(
+                        root, state, f"ci-{name}-{state.stem}-{command}-{n}", server
                     )
-                clone = ci_checkout(root, origin, f"ci-{origin.stem}-{command}-{n}", server)
-                measured[command] = timed_command(clone, ci_env(clone), command)
-            pair.append(measured)
-        pairs.append((pair[0], pair[1]))
+                    measured[command] = timed_command(clone, ci_env(clone), command)
+                pair.append(measured)
+            pairs[name].append((pair[0], pair[1]))
     return pairs
+
+
+def print_ci_commands(evals: int, ci: dict[str, list[tuple[Measured, Measured]]]) -> None:
+    """The commands' table: each tip's medians and ratios, and a cycle of pushes."""
+    print(
+        f"\n| a real CI command ({evals:,} trivial evals, k = 7, a push to the default "
+        "branch in Actions, a fresh shallow checkout, the remote a `git daemon` on "
+        "loopback) | with a year of state | without a state branch | ratio |\n"
+        "|---|---:|---:|---:|"
+    )
+    tips = {
+        "middle": f"a usual push ({MIDDLE} runs an eval on the tip, the middle of the cycle)",
+        "full": f"the push that rolls up ({FULL} runs an eval: one push in {ROLL_UP_EVERY})",
+    }
+    for command, label in (("run", "`firewall run`"), ("status", "`firewall status`")):
+        for tip, what_tip in tips.items():
+            for key, what, scale, unit in (
+                ("cpu", "CPU (the command and the processes it reaped)", 1, "s"),
+                ("wall", "wall", 1, "s"),
+                ("rss", "peak RSS (ru_maxrss)", 1e-6, "MB"),
+            ):
+                mine = statistics.median(w[command][key] for w, _ in ci[tip])
+                theirs = statistics.median(wo[command][key] for _, wo in ci[tip])
+                ratio = statistics.median(w[command][key] / wo[command][key] for w, wo in ci[tip])
+                print(
+                    f"| {label}, {what_tip}: {what} | {mine * scale:.2f} {unit} | "
+                    f"{theirs * scale:.2f} {unit} | {ratio:.2f}x |"
+                )
+    for key, what in (("cpu", "CPU"), ("wall", "wall")):
+        # A cycle of ten pushes: nine usual ones and the one that rolls up, each against
+        # the baseline measured back to back with it.
+        usual = [w["run"][key] / wo["run"][key] for w, wo in ci["middle"]]
+        rolling = [w["run"][key] / wo["run"][key] for w, wo in ci["full"]]
+        cycle = statistics.median(usual) * (ROLL_UP_EVERY - 1) + statistics.median(rolling)
+        print(
+            f"| `firewall run` over a cycle of {ROLL_UP_EVERY} pushes ({ROLL_UP_EVERY - 1} "
+            f"usual, 1 rolling up): {what}, the mean of the ratios | | | "
+            f"{cycle / ROLL_UP_EVERY:.2f}x |"
+        )
 
 
 def clone_bytes(root: Path, origin: Path, name: str, *, mirror: bool = False) -> int:
@@ -441,7 +505,20 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
         started = time.perf_counter()
         at = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=2)
         project = ci_project(evals, at)
-        origin = build_origin(root, evals, runs_per_day, project=project, now=at)
+        quarantined = [f"suite/eval-{i:04d}" for i in range(QUARANTINED)]
+        origin = build_origin(
+            root, evals, runs_per_day, project=project, now=at, watched=quarantined
+        )
+        full = build_origin(
+            root,
+            evals,
+            runs_per_day,
+            project=project,
+            now=at,
+            name="full.git",
+            held=FULL,
+            watched=quarantined,
+        )
         month = build_origin(root, evals, runs_per_day, days=30, name="month.git")
         stateless = build_origin(root, evals, history=False, name="none.git", project=project)
         print(
@@ -449,8 +526,9 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
             f"in {time.perf_counter() - started:.0f} s"
         )
         tip = git(origin, "rev-parse", "firewall-state")
+        tips = {"middle": (origin, tip), "full": (full, git(full, "rev-parse", "firewall-state"))}
         with git_server(root) as server:
-            ci = ci_commands(root, origin, tip, stateless, repetitions, server)
+            ci = ci_commands(root, tips, stateless, repetitions, server)
         git(origin, "update-ref", "refs/heads/firewall-state", tip)
         pairs = []
         for n in range(repetitions):  # with and without state back to back, each repetition
@@ -477,25 +555,7 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
         commits = git(origin, "rev-list", "--count", "firewall-state")
     per_month = (clone_year - clone_month) / 11
     mirror_per_month = (mirror_year - mirror_month) / 11
-    print(
-        f"\n| a real CI command ({evals:,} trivial evals, k = 7, a push to the default "
-        "branch in Actions, a fresh shallow checkout, the remote a `git daemon` on "
-        "loopback) | with a year of state | without a state branch | ratio |\n"
-        "|---|---:|---:|---:|"
-    )
-    for command, label in (("run", "`firewall run`"), ("status", "`firewall status`")):
-        for key, what, scale, unit in (
-            ("cpu", "CPU (the command and the processes it reaped)", 1, "s"),
-            ("wall", "wall", 1, "s"),
-            ("rss", "peak RSS (ru_maxrss)", 1e-6, "MB"),
-        ):
-            mine = statistics.median(w[command][key] for w, _ in ci)
-            theirs = statistics.median(wo[command][key] for _, wo in ci)
-            ratio = statistics.median(w[command][key] / wo[command][key] for w, wo in ci)
-            print(
-                f"| {label}: {what} | {mine * scale:.2f} {unit} | {theirs * scale:.2f} {unit} | "
-                f"{ratio:.2f}x |"
-            )
+    print_ci_commands(evals, ci)
     print(
         "\n| the store's reads alone, in a process (no project, no evals) | with a year of "
         "state | without state | ratio |\n"

@@ -187,7 +187,13 @@ def load(
     if state.remote and ask(cwd, "remote", "get-url", state.remote) is not None:
         ctx.history = SharedHistory(
             local,
-            GitState(cwd, state.remote, state.branch, env=ctx.env),
+            GitState(
+                cwd,
+                state.remote,
+                state.branch,
+                env=ctx.env,
+                watched=lambda: ctx.keeper.entries(),  # what `status` shows, cut for it
+            ),
             writes=lambda: ctx.checkout.writes_shared_state,
             notice=ctx.notice,
         )

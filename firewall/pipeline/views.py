@@ -12,10 +12,13 @@ from firewall.pipeline.context import Context
 from firewall.pipeline.defined import kind_of
 from firewall.report.calibrate import Calibration, calibrate
 from firewall.report.status import LastRun, StatusView, build
+from firewall.store.shared import SharedHistory
 
 
 def status_view(ctx: Context, *, days: int) -> StatusView:
     """`firewall status`: every quarantined eval with its trend, and the last recorded run."""
+    if isinstance(ctx.history, SharedHistory):
+        ctx.history.triage()  # what it shows is cut for it on the branch: read that
     entries = ctx.keeper.team_entries()
     at = ctx.clock()
     # The default window's trend is drawn from each eval's newest runs, which the state

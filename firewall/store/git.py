@@ -174,16 +174,32 @@ class Git:
         self, remote: str, branch: str, into: str, *, auth: Mapping[str, str] | None = None
     ) -> str | None:
         """Fetch the tip of ``branch`` (shallow) into the local ref ``into``; None if none."""
-        fetched = self.run(
-            *FETCH, "--depth=1", remote, f"+refs/heads/{branch}:{into}", extra_env=auth
-        )
+        return self.fetch_ref(remote, f"refs/heads/{branch}", into, auth=auth)
+
+    def fetch_ref(
+        self, remote: str, ref: str, into: str, *, auth: Mapping[str, str] | None = None
+    ) -> str | None:
+        """Fetch the remote's ``ref`` (shallow) into the local ref ``into``: its commit, or
+        None when the remote has no such ref."""
+        fetched = self.run(*FETCH, "--depth=1", remote, f"+{ref}:{into}", extra_env=auth)
         if fetched.returncode != 0:
             if "couldn't find remote ref" in fetched.stderr:
                 return None
-            raise StateError(
-                f"git fetch from {remote}/{branch} failed: {last_line(fetched.stderr)}"
-            )
+            shown = ref.removeprefix("refs/heads/")
+            raise StateError(f"git fetch from {remote}/{shown} failed: {last_line(fetched.stderr)}")
         return self.out("rev-parse", "--verify", f"{into}^{{commit}}")
+
+    def remote_commit(
+        self, remote: str, ref: str, *, auth: Mapping[str, str] | None = None
+    ) -> str | None:
+        """The commit the remote's ``ref`` names now (``ls-remote``); None when it has no such
+        ref or cannot be asked."""
+        asked = self.run("ls-remote", remote, ref, extra_env=auth)
+        for line in asked.stdout.splitlines() if asked.returncode == 0 else ():
+            commit, _, name = line.partition("\t")
+            if name == ref:
+                return commit
+        return None
 
     def blob(self, text: str) -> str:
         """Write ``text`` into the object store; its blob's id."""

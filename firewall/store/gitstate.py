@@ -32,20 +32,25 @@ import dataclasses
 import datetime as dt
 import functools
 import random
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
+from firewall.errors import FirewallError
+from firewall.store import statusref
 from firewall.store import weeks as week_refs
 from firewall.store.git import Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow, RunSummary
+from firewall.store.progress import CANDIDATES_PATH, PROGRESS_PATH
 from firewall.store.recent import RECENT, recent_medians, recent_rows, recent_run_ids
 from firewall.store.recentfold import fold_recent
 from firewall.store.rollups import fold_week, parse_rollup, week_of
 from firewall.store.statefiles import parse_file, run_file, run_summary
 from firewall.store.statepush import lost_a_race, push_tip, refused, write_blob
+from firewall.store.statusref import STATUS, StatusRead, status_text
 from firewall.store.weeks import last_day, path_of, week_of_path
 from firewall.timeutil import to_text
 
@@ -57,6 +62,7 @@ MIGRATE_FILES = 30
 # Rollup weeks an older firewall kept on the tip, moved to refs of their own by one push
 # (a week with no ref yet moves as it is, unread): a year's weeks leave in a few pushes.
 MIGRATE_WEEKS = 16
+SMALL_FILES = (PROGRESS_PATH, CANDIDATES_PATH)  # the tip's files a status commit holds too
 
 
 @dataclasses.dataclass
@@ -75,12 +81,20 @@ class GitState:
     branch: str
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     notice: Callable[[str], None] | None = None  # told once of files that could not be read
+    # The evals `firewall status` shows (the registry's): each push cuts the status commit
+    # to them (firewall.store.statusref). None: no status commit is written.
+    watched: Callable[[], Collection[str]] | None = None
+    # A reader that wants the registry's evals alone (`firewall status`): it reads the
+    # status commit where that answers, and fetches the tip only where it does not.
+    triage: bool = False
     _tip: str | None = dataclasses.field(default=None, repr=False)
     _fetched: bool = dataclasses.field(default=False, repr=False)
     _parsed: dict[str, list[HistoryRow]] = dataclasses.field(default_factory=dict, repr=False)
     _skipped: list[str] = dataclasses.field(default_factory=list, repr=False)
     _recent: tuple[str, bytes] | None = dataclasses.field(default=None, repr=False)
     _listed: dict[str, list[tuple[str, str]]] = dataclasses.field(default_factory=dict, repr=False)
+    _status: StatusRead | None = dataclasses.field(default=None, repr=False)
+    _status_fetched: bool = dataclasses.field(default=False, repr=False)
 
     def describe(self) -> str:
         return f"{self.remote}/{self.branch}"
@@ -104,6 +118,12 @@ class GitState:
         only for evals whose newest runs do not reach back to ``since`` (or number fewer
         than ``last``). A rolled-up week is of no ref: it never answers ``ref``.
         """
+        status = self._triaged(eval_ids) if ref is None and not weeks else None
+        if status is not None:
+            skipped: list[str] = []
+            found = recent_rows(status.text, eval_ids=eval_ids, since=since, skipped=skipped.append)
+            self._said_of(STATUS, skipped)
+            return _chosen(found, eval_ids, since=since, ref=None, last=last)
         tip = self.tip()
         if tip is None:
             return []
@@ -219,6 +239,8 @@ class GitState:
     def last_run_summary(self) -> RunSummary | None:
         """The newest run file's run and counts: its first line, where a run file says them
         (an older one's rows are counted)."""
+        if (status := self._triaged(())) is not None:
+            return status.last_run
         tip = self.tip()
         runs = [(blob, name) for blob, name in self._listing(tip) if name.startswith("runs/")]
         if not runs:
@@ -231,11 +253,15 @@ class GitState:
 
     def holds_history(self) -> bool:
         """Whether the tip holds any run or rollup (a new branch holds none yet)."""
+        if (status := self._triaged(())) is not None:
+            return status.holds_history()
         tip = self.tip()
         return tip is not None and bool(self._listing(tip))
 
     def read_text(self, path: str) -> str | None:
         """A file of the branch's tip (``progress.json``), or None when there is none."""
+        if (status := self._triaged(())) is not None and path in status.files:
+            return status.files[path]
         return self._text(self.tip(), path)
 
     def tip(self) -> str | None:
@@ -300,6 +326,7 @@ class GitState:
                 archived,
                 message=f"firewall: {what}",
                 auth=self._auth,
+                status=self._status_of(changes),
             )
             if pushed.returncode == 0:
                 self._tip = commit
@@ -316,6 +343,48 @@ class GitState:
         )
 
     # --- reading ---------------------------------------------------------------------
+
+    def _triaged(self, eval_ids: Collection[str] | None) -> StatusRead | None:
+        """The status commit where it answers: this reader is `status`'s, the tip is not
+        fetched yet (once it is, it answers everything), and the commit holds ``eval_ids``."""
+        if not self.triage or self._fetched or eval_ids is None:
+            return None
+        status = self._status_commit()
+        return status if status is not None and status.answers(eval_ids) else None
+
+    def _status_commit(self) -> StatusRead | None:
+        """The remote's status commit, fetched once; None when there is none, or it was not
+        cut from the tip the remote holds now (a firewall that writes none pushed last).
+        The tip is asked for beside the fetch: two round trips at once, not one after
+        the other."""
+        if self._status_fetched:
+            return self._status
+        self._status_fetched = True
+        auth = self._auth
+        asked: list[str | None] = []
+        ask = threading.Thread(
+            target=lambda: asked.append(
+                self._g.remote_commit(self.remote, f"refs/heads/{self.branch}", auth=auth)
+            )
+        )
+        ask.start()
+        try:
+            fetched = self._g.fetch_ref(
+                self.remote, statusref.remote_ref(self.branch), statusref.FETCHED, auth=auth
+            )
+        finally:
+            ask.join()
+        if fetched is None or not asked or asked[0] is None:
+            return None
+        names = (STATUS, *SMALL_FILES)
+        texts = self._raw([f"{fetched}:{name}" for name in names])
+        files = {
+            name: raw.decode("utf-8", "replace") if raw is not None else None
+            for name, raw in zip(SMALL_FILES, texts[1:], strict=True)
+        }
+        read = StatusRead.of(texts[0] or b"", files)
+        self._status = read if read is not None and read.tip == asked[0] else None
+        return self._status
 
     def _fetch(self) -> str | None:
         """The tip of the remote branch, fetched shallow; None when the branch does not exist."""
@@ -480,6 +549,31 @@ class GitState:
         made = week_refs.commits(self._g, blobs, message="firewall: the rollup of")
         leaving: dict[str, str | None] = {path_of(week): None for week in targets if week in on_tip}
         return leaving, {week: (made[week], old.get(week)) for week in targets}
+
+    def _status_of(self, changes: Mapping[str, str | None]) -> str | None:
+        """The ``status.jsonl`` of the tip a push makes: its recent file cut to the evals
+        ``watched`` names, with its newest run's header. None without ``watched``, or when
+        it cannot say them: then no status commit is pushed, and the old one, cut from an
+        older tip, is read by no one (``_status_commit``)."""
+        if self.watched is None:
+            return None
+        try:
+            watched = set(self.watched())
+        except FirewallError:  # an unreadable registry: its own reader says so
+            return None
+        recent = changes[RECENT] if RECENT in changes else self._text(self._tip, RECENT)
+        written = [(n, t) for n, t in changes.items() if n.startswith("runs/") and t is not None]
+        if written:
+            last: str | None = max(written)[1].partition("\n")[0]
+        else:
+            kept = [
+                (name, blob)
+                for blob, name in self._listing(self._tip)
+                if name.startswith("runs/") and name not in changes
+            ]
+            raw = self._raw([f"{max(kept)[1]}"])[0] if kept else None
+            last = None if raw is None else raw.partition(b"\n")[0].decode("utf-8", "replace")
+        return status_text(recent, watched, last)
 
     def _text(self, tip: str | None, name: str) -> str | None:
         """A file of the tip, or None when it has none: one ``cat-file``, which says which."""

@@ -44,6 +44,11 @@ class SharedHistory:
     def describe(self) -> str:
         return f"{self.state.describe()} (local copy {self.local.describe()})"
 
+    def triage(self) -> None:
+        """Read as `firewall status` does, the registry's evals alone: from the branch's
+        status commit where it answers, a few kilobytes (``firewall.store.statusref``)."""
+        self.state.triage = True
+
     def append(self, rows: Sequence[HistoryRow]) -> None:
         self.local.append(rows)
         if not rows or self._unreachable or not self.writes():

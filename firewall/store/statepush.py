@@ -14,7 +14,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from firewall.store import statusref
 from firewall.store.git import IDENTITY, Git
+from firewall.store.recent import RECENT
 from firewall.store.weeks import remote_ref
 
 
@@ -28,29 +30,31 @@ def push_tip(
     *,
     message: str,
     auth: Mapping[str, str],
+    status: str | None = None,
 ) -> tuple[str, subprocess.CompletedProcess[str]]:
     """A parentless commit of ``tip``'s tree with ``changes`` made, pushed in place of the
     branch's tip with the ``archived`` weeks (per week its new commit and the one it
-    replaces): the commit, and git's answer (the caller reads the exit status)."""
+    replaces) and, given its ``status.jsonl``, the status commit cut from it
+    (``firewall.store.statusref``): the commit, and git's answer (the caller reads the
+    exit status)."""
     # Every push starts the branch anew: a parentless commit, so that the branch's
     # history is its tip, and a full clone fetches what a shallow one does, not a
     # year of superseded files. It replaces the tip only if the tip is still the one
     # it was built on (the lease), and each week it changes only if that week is
     # still the one it read; all or none (--atomic). A racing writer sees a stale
     # lease or a non-fast-forward and rebuilds on the new tip, as after any lost race.
-    commit = git.out(
-        "commit-tree",
-        write_tree(git, tip, changes),
-        "-m",
-        message,
-        extra_env=IDENTITY,
-    )
+    tree = write_tree(git, tip, changes)
+    commit = git.out("commit-tree", tree, "-m", message, extra_env=IDENTITY)
     ref = f"refs/heads/{branch}"
     leases = [f"--force-with-lease={ref}:{tip or ''}"]
     specs = [f"{commit}:{ref}"]
     for week, (new, old) in sorted(archived.items()):
         leases.append(f"--force-with-lease={remote_ref(branch, week)}:{old or ''}")
         specs.append(f"{new}:{remote_ref(branch, week)}")
+    if status is not None:
+        # Replaced whatever it was: it is cut from this tip, whose lease guards both.
+        made = status_commit(git, tree, statusref.stamped(status, commit), message=message)
+        specs.append(f"+{made}:{statusref.remote_ref(branch)}")
     pushed = git.run(
         # recent.jsonl is rewritten whole by every push: a delta search against the
         # last one and a thorough deflate cost the job a second of CPU at 5,000
@@ -68,6 +72,25 @@ def push_tip(
         extra_env=auth,
     )
     return commit, pushed
+
+
+def status_commit(git: Git, tree: str, status: str, *, message: str) -> str:
+    """A parentless commit of ``status.jsonl`` and the small files at the top of the tip's
+    ``tree`` (the same blobs): what `firewall status` reads."""
+    listed = git.out("ls-tree", tree).splitlines()
+    entries = [
+        line
+        for line in listed
+        if line.split(maxsplit=2)[1:2] == ["blob"]
+        and line.partition("\t")[2] not in (statusref.STATUS, RECENT)
+    ]
+    entries.append(f"100644 blob {write_blob(git, status)}\t{statusref.STATUS}")
+    made = git.out("mktree", stdin="".join(f"{entry}\n" for entry in sorted(entries, key=_path)))
+    return git.out("commit-tree", made, "-m", f"{message} (status)", extra_env=IDENTITY)
+
+
+def _path(entry: str) -> str:
+    return entry.partition("\t")[2]
 
 
 def write_tree(git: Git, tip: str | None, changes: Mapping[str, str | None]) -> str:
