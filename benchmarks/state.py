@@ -409,29 +409,23 @@ Measured = dict[str, dict[str, float]]  # a command to its cpu, wall and rss
 
 
 def ci_commands(
-    root: Path, tips: dict[str, tuple[Path, str]], without: Path, repetitions: int, server: str
+    root: Path, tips: dict[str, Path], without: Path, repetitions: int, server: str
 ) -> dict[str, list[tuple[Measured, Measured]]]:
     """`firewall run` (a push to the default branch: it reads the trends, pushes its rows)
     and `firewall status` on a fresh CI checkout, with a year of state (each of ``tips``:
-    a name to an origin and its state branch's tip) and without a state branch, back to
-    back each repetition. Each command starts from the same branch: the year's tip, or
-    none (a run without state creates the branch: that is what it costs)."""
+    a name to an origin) and without a state branch, back to back each repetition. Each
+    command starts from the same state: the year's refs as built (the tip, the status
+    commit, the weeks), or no state at all (a run without state creates the branch: that
+    is what it costs)."""
+    built = {name: state_refs(origin) for name, origin in tips.items()}
     pairs: dict[str, list[tuple[Measured, Measured]]] = {name: [] for name in tips}
     for n in range(repetitions):
-        for name, (origin, tip) in tips.items():
+        for name, origin in tips.items():
             pair = []
             for state in (origin, without):
                 measured = {}
                 for command in ("run", "status"):
-                    if state is origin:
-                        git(origin, "update-ref", "refs/heads/firewall-state", tip)
-                    else:
-                        subprocess.run(
-                            ["git", "update-ref", "-d", "refs/heads/firewall-state"],
-                            cwd=state,
-                            env=ENV,
-                            capture_output=True,
-                        )
+                    set_state_refs(state, built[name] if state is origin else {})
                     clone = ci_checkout(
                         root, state, f"ci-{name}-{state.stem}-{command}-{n}", server
                     )
@@ -439,6 +433,27 @@ def ci_commands(
                 pair.append(measured)
             pairs[name].append((pair[0], pair[1]))
     return pairs
+
+
+def state_refs(origin: Path) -> dict[str, str]:
+    """The origin's state: the branch's tip and every ref the firewall keeps beside it."""
+    listed = git(
+        origin,
+        "for-each-ref",
+        "--format=%(refname) %(objectname)",
+        "refs/heads/firewall-state",
+        "refs/firewall/",
+    )
+    return dict(line.split() for line in listed.splitlines())
+
+
+def set_state_refs(origin: Path, refs: dict[str, str]) -> None:
+    """The origin's state set to ``refs``: each ref as it was, any other state ref gone."""
+    now = state_refs(origin)
+    lines = [f"delete {ref}" for ref in now if ref not in refs]
+    lines += [f"update {ref} {sha}" for ref, sha in refs.items() if now.get(ref) != sha]
+    if lines:
+        git(origin, "update-ref", "--stdin", stdin="\n".join(lines) + "\n")
 
 
 def print_ci_commands(evals: int, ci: dict[str, list[tuple[Measured, Measured]]]) -> None:
@@ -525,11 +540,10 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
             f"built a month and a year of state ({evals} evals, {runs_per_day} runs a day) "
             f"in {time.perf_counter() - started:.0f} s"
         )
-        tip = git(origin, "rev-parse", "firewall-state")
-        tips = {"middle": (origin, tip), "full": (full, git(full, "rev-parse", "firewall-state"))}
+        built = state_refs(origin)
         with git_server(root) as server:
-            ci = ci_commands(root, tips, stateless, repetitions, server)
-        git(origin, "update-ref", "refs/heads/firewall-state", tip)
+            ci = ci_commands(root, {"middle": origin, "full": full}, stateless, repetitions, server)
+        set_state_refs(origin, built)
         pairs = []
         for n in range(repetitions):  # with and without state back to back, each repetition
             pairs.append(

@@ -501,8 +501,8 @@ class GitState:
         them) are folded in too, ``MIGRATE_FILES`` a push, the newest first.
         """
         runs = [name for _, name in self._listing(tip) if name.startswith("runs/")]
-        recent = self._text(tip, RECENT)
-        known = recent_run_ids(recent or "")
+        recent = self._recent_text(tip) if tip is not None else b""
+        known = recent_run_ids(recent)
         news = sorted((n for n in runs if _run_id(n) not in known), reverse=True)
         news = news[:MIGRATE_FILES]
         texts = self._blobs(tip, news) if tip is not None else []

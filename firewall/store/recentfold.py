@@ -26,6 +26,7 @@ from firewall.store.statefiles import (
     FORMAT_VERSION,
     LINE_START,
     MAX_LINE,
+    iter_lines,
     line_eval,
     parse_line,
     short_fields,
@@ -47,7 +48,7 @@ class _Limits(NamedTuple):
 
 
 def fold_recent(
-    text: str | None,
+    text: str | bytes | None,
     rows: Iterable[HistoryRow],
     *,
     keep: int = RECENT_RUNS,
@@ -58,13 +59,13 @@ def fold_recent(
     falls back to ``keep`` (its oldest runs fall out together, in one push of
     ``room + 1``). Lines of evals without new rows are kept as they are; a line that
     cannot be read is dropped (its reader said so)."""
-    lines = (text or "").splitlines()
-    runs = runs_of(lines[0] if lines else "", None)
+    lines = iter_lines(text or "")  # each line decoded alone: no copy of the whole file
+    runs = runs_of(next(lines, ""), None)
     new = _new_entries(rows, runs)
     limits = _Limits(keep, keep + room)
     folded: dict[str, _Folded] = {}
     in_order: dict[tuple[str, ...], bool] = {}  # most lines name the same runs: asked once
-    for line in lines[1:]:
+    for line in lines:
         named = line_eval(line)
         if named is not None and named in new and named not in folded:
             appended = _appended(named, line, new[named], runs, limits, in_order)
@@ -124,7 +125,7 @@ def _render_recent(runs: dict[str, dict[str, Any]], folded: dict[str, _Folded]) 
         "runs": {run_id: runs[run_id] for run_id in sorted(named) if run_id in runs},
     }
     body = [folded[eval_id][0] for eval_id in sorted(folded)]
-    return "\n".join([json.dumps(header, separators=(",", ":")), *body]) + "\n"
+    return "\n".join([json.dumps(header, separators=(",", ":")), *body, ""])
 
 
 def _fold_columns(
