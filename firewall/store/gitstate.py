@@ -46,8 +46,8 @@ from firewall.store.git import Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow, RunSummary
 from firewall.store.progress import CANDIDATES_PATH, PROGRESS_PATH
 from firewall.store.recent import RECENT, recent_medians, recent_rows, recent_run_ids
-from firewall.store.recentfold import fold_recent
-from firewall.store.rollups import fold_week, parse_rollup, week_of
+from firewall.store.recentfold import Fallen, fold_recent
+from firewall.store.rollups import fold_week, parse_rollup
 from firewall.store.statefiles import parse_file, run_file, run_summary
 from firewall.store.statepush import lost_a_race, push_tip, refused, write_blob
 from firewall.store.statusref import STATUS, StatusRead, status_text
@@ -311,7 +311,7 @@ class GitState:
             changes = dict(fixed)
             for name, update in (updates or {}).items():
                 changes[name] = update(self._text(self._tip, name))
-            fallen: dict[str, list[HistoryRow]] = {}
+            fallen: Fallen = {}
             if rows:
                 folded, fallen = self._folded(self._tip, rows, keep_runs, room)
                 changes.update(folded)
@@ -493,7 +493,7 @@ class GitState:
 
     def _folded(
         self, tip: str | None, rows: Sequence[HistoryRow], keep: int, room: int
-    ) -> tuple[dict[str, str | None], dict[str, list[HistoryRow]]]:
+    ) -> tuple[dict[str, str | None], Fallen]:
         """The tip's files a run's rows change (``recent.jsonl``, and ``runs/``: the newest
         run's file alone), and the rows that fall out of the recent file, by week.
 
@@ -517,13 +517,10 @@ class GitState:
         if newest == path:
             changes[path] = text
         changes[RECENT], fallen = fold_recent(recent, [*earlier, *rows], keep=keep, room=room)
-        by_week: dict[str, list[HistoryRow]] = defaultdict(list)
-        for row in fallen:
-            by_week[week_of(row.build_ts)].append(row)
-        return changes, by_week
+        return changes, fallen
 
     def _archived(
-        self, tip: str | None, fallen: Mapping[str, Sequence[HistoryRow]]
+        self, tip: str | None, fallen: Fallen
     ) -> tuple[dict[str, str | None], dict[str, tuple[str, str | None]]]:
         """The weeks a push changes: the tip's rollup files that leave it, and per week its
         new commit and the commit it replaces (None for a new week's ref).

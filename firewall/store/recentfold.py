@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
 from firewall.store.history import HistoryRow
 from firewall.store.recent import COLUMNS, HEADER_FIELDS, NEWEST_ONLY, columns_of, runs_of
+from firewall.store.rollups import rolled, week_or_none
 from firewall.store.statefiles import (
     EMPTY,
     FORMAT_VERSION,
@@ -30,10 +31,12 @@ from firewall.store.statefiles import (
     line_eval,
     parse_line,
     short_fields,
-    to_row,
 )
 
-_Folded = tuple[str, list[str], list[HistoryRow]]  # an eval's line, the runs it names, the fallen
+# What falls out of a line: per week its runs fall into, their rolled-up row (as fields).
+_Rolled = tuple[str, dict[str, Any]]
+_Folded = tuple[str, list[str], list[_Rolled]]  # an eval's line, the runs it names, the fallen
+Fallen = dict[str, list[dict[str, Any]]]  # a week to the rolled-up rows falling into it
 
 
 class _Limits(NamedTuple):
@@ -53,12 +56,13 @@ def fold_recent(
     *,
     keep: int = RECENT_RUNS,
     room: int = ROLL_UP_EVERY - 1,
-) -> tuple[str, list[HistoryRow]]:
-    """``recent.jsonl`` with ``rows`` added, and the rows that fall out of it: each eval
-    keeps its newest ``keep`` runs, and up to ``room`` more; a line that would hold more
-    falls back to ``keep`` (its oldest runs fall out together, in one push of
-    ``room + 1``). Lines of evals without new rows are kept as they are; a line that
-    cannot be read is dropped (its reader said so)."""
+) -> tuple[str, Fallen]:
+    """``recent.jsonl`` with ``rows`` added, and what falls out of it, rolled up (per week,
+    one row per eval: ``firewall.store.rollups.rolled``): each eval keeps its newest
+    ``keep`` runs, and up to ``room`` more; a line that would hold more falls back to
+    ``keep`` (its oldest runs fall out together, in one push of ``room + 1``). Lines of
+    evals without new rows are kept as they are; a line that cannot be read is dropped
+    (its reader said so)."""
     lines = iter_lines(text or "")  # each line decoded alone: no copy of the whole file
     runs = runs_of(next(lines, ""), None)
     new = _new_entries(rows, runs)
@@ -81,8 +85,11 @@ def fold_recent(
             folded[eval_id] = _fold_line(eval_id, line, data, entries, runs, limits, in_order)
     for eval_id, entries in new.items():
         folded[eval_id] = _fold(eval_id, entries, runs, limits)
-    fallen = [row for _, _, out in folded.values() for row in out]
-    return _render_recent(runs, folded), fallen
+    fallen: Fallen = defaultdict(list)
+    for _, _, out in folded.values():
+        for week, document in out:
+            fallen[week].append(document)
+    return _render_recent(runs, folded), dict(fallen)
 
 
 def _new_entries(
@@ -153,7 +160,7 @@ def _fold_columns(
         return None
     old = columns_of(data, ids)
     drop = limits.dropped(len(ids) + len(entries))
-    fallen = _fallen(eval_id, old, ids[:drop], runs)
+    fallen = _fallen(eval_id, old, ids, drop, runs)
     columns = _shifted(old, len(ids) - drop, drop, entries)
     _newest_only(columns)
     return _render_line(eval_id, columns), columns["run_id"], fallen
@@ -178,17 +185,32 @@ def _come_after(
 
 def _fallen(
     eval_id: str,
-    old: dict[str, list[Any]],
-    dropped: list[str],
+    old: Mapping[str, list[Any]],
+    ids: list[Any],
+    drop: int,
     runs: dict[str, dict[str, Any]],
-) -> list[HistoryRow]:
-    """The rows of a line's oldest runs, ``dropped`` to make room for the new ones."""
-    fallen = []
-    for i, run_id in enumerate(dropped):
-        entry = {c: values[i] for c, values in old.items() if values[i] not in EMPTY}
-        if (row := to_row({**entry, **runs[run_id], "eval_id": eval_id}, None)) is not None:
-            fallen.append(row)
-    return fallen
+) -> list[_Rolled]:
+    """A line's oldest ``drop`` runs rolled up, a row per week they fall into."""
+    read = [c for c in _RUN_READ if c in old]
+    dropped = []
+    for i in range(drop):
+        run = {c: old[c][i] for c in read}
+        run["build_ts"] = runs.get(ids[i], {}).get("build_ts")
+        dropped.append(run)
+    return _rolled_up(eval_id, dropped)
+
+
+def _rolled_up(eval_id: str, dropped: Iterable[dict[str, Any]]) -> list[_Rolled]:
+    """One eval's runs that fall out of its line (a run's fields each), rolled up by week;
+    a run of no time (garbage on the branch) is left out."""
+    weeks: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run in dropped:
+        if (week := week_or_none(run.get("build_ts"))) is not None:
+            weeks[week].append(run)
+    return [(week, rolled(eval_id, week, kept)) for week, kept in sorted(weeks.items())]
+
+
+_RUN_READ = ("status", "k", "median", "iqr", "mean", "pass_rate")  # what a rollup reads
 
 
 def _shifted(
@@ -232,11 +254,7 @@ def _fold(
     by_run = {e["run_id"]: e for e in entries if e.get("run_id") in runs}
     ordered = sorted(by_run.values(), key=lambda e: (runs[e["run_id"]].get("build_ts", ""),))
     drop = limits.dropped(len(ordered))
-    fallen = [
-        row
-        for entry in ordered[:drop]
-        if (row := to_row({**entry, **runs[entry["run_id"]], "eval_id": eval_id}, None))
-    ]
+    fallen = _rolled_up(eval_id, ({**entry, **runs[entry["run_id"]]} for entry in ordered[:drop]))
     ordered = ordered[drop:]
     newest = next((e for e in reversed(ordered) if e.get("fingerprint")), None)
     ordered = [
@@ -276,9 +294,9 @@ def _appended(
     in_order: dict[tuple[str, ...], bool],
 ) -> _Folded | None:
     """``_fold_columns`` of the usual case on the line's text: the new runs come after the
-    line's and none falls out, so each column's new values are written after its old
-    ones. None when the line is not as ``_render_line`` writes it, a column is new to it,
-    or a run would fall out (then the line is folded whole)."""
+    line's, so each column's new values are written after its old ones, and the oldest
+    that fall out are cut off the front of its text. None when the line is not as
+    ``_render_line`` writes it or a column is new to it (then the line is folded whole)."""
     read = _columns_in(line)
     if read is None:
         return None
@@ -290,28 +308,65 @@ def _appended(
     if any(type(v) is not list or len(v) != held for v in values.values()):
         return None
     named = [*ids, *(e.get("run_id") for e in entries)]
-    if limits.dropped(len(named)) or not _in_order(ids, named, entries, runs, limits, in_order):
+    if not _in_order(ids, named, entries, runs, limits, in_order):
         return None
     if any(c not in spans for entry in entries for c in entry):
         return None
     if sum(v not in EMPTY for v in values.get("fingerprint", ())) > 1:
         return None
+    drop = limits.dropped(len(named))
     newest = _newest_marked(entries)
+    marks = [
+        *values.get("fingerprint", [None] * held)[drop:],
+        *(e.get("fingerprint") for e in entries),
+    ]
     pieces, at = [], 0
     for column, (comma, start, end) in spans.items():
-        if column in NEWEST_ONLY and newest is not None:  # the new value replaces the old
-            pieces.append(line[at:comma])
-            if (value := entries[newest].get(column)) not in EMPTY:
-                pieces += [line[comma:start], "[", "null," * (held + newest), _text(value)]
-                pieces += [",null" * (len(entries) - newest - 1), "]"]
+        old = values[column]
+        if column in NEWEST_ONLY and (drop or newest is not None):
+            text = _newest_column([*old[drop:], *(e.get(column) for e in entries)], marks)
         elif column in NEWEST_ONLY:  # the line's newest value stays the newest
-            pieces += [line[at : end - 1], ",null" * len(entries), "]"]
+            text = f"{line[start : end - 1]}{',null' * len(entries)}]"
+        elif drop:
+            text = _cut_column(line[start + 1 : end - 1], old, drop, entries, column)
         else:
             news = ",".join([_text(entry.get(column)) for entry in entries])
-            pieces += [line[at : end - 1], ",", news, "]"]
+            text = f"{line[start : end - 1]},{news}]"
+        pieces.append(line[at:comma])
+        if text is not None:  # None: a column left with no value is left out
+            pieces += [line[comma:start], text]
         at = end
     pieces.append(line[at:])
-    return "".join(pieces), named, []
+    return "".join(pieces), named[drop:], _fallen(eval_id, values, ids, drop, runs)
+
+
+def _newest_column(merged: list[Any], marks: list[Any]) -> str | None:
+    """A ``NEWEST_ONLY`` column's text: the value of the newest run with a fingerprint
+    (``marks``), the others null; None when that leaves it no value (``_newest_only``)."""
+    newest = next((i for i in range(len(marks) - 1, -1, -1) if marks[i] not in EMPTY), None)
+    kept = [v if i == newest else None for i, v in enumerate(merged)]
+    if all(v is None or v in EMPTY for v in kept):
+        return None
+    return json.dumps(kept, separators=(",", ":"), ensure_ascii=False)
+
+
+def _cut_column(
+    inner: str, old: list[Any], drop: int, entries: list[dict[str, Any]], column: str
+) -> str | None:
+    """A column's text without its oldest ``drop`` values and with the new entries'; None
+    when no value is left in it. The old values' text is cut at a comma where every comma
+    separates two values (as many commas as values, less one); else written again."""
+    kept, news = old[drop:], [entry.get(column) for entry in entries]
+    if not any(v is not None and v not in EMPTY for v in (*kept, *news)):
+        return None
+    if drop >= len(old):
+        left = ""
+    elif inner.count(",") == len(old) - 1:
+        left = inner.split(",", drop)[drop]
+    else:
+        left = json.dumps(kept, separators=(",", ":"), ensure_ascii=False)[1:-1]
+    added = ",".join([_text(value) for value in news])
+    return f"[{left},{added}]" if left else f"[{added}]"
 
 
 def _in_order(

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from firewall.store.history import HistoryRow
@@ -86,11 +87,12 @@ def render_rollup(week: str, rows: Sequence[HistoryRow]) -> str:
     return "\n".join([header, *body]) + "\n"
 
 
-def fold_week(week: str, texts: Sequence[str], fallen: Iterable[HistoryRow]) -> str:
+def fold_week(week: str, texts: Sequence[str], rolled: Iterable[Mapping[str, Any]]) -> str:
     """A week's rollup file: the rows of its files so far (``texts``: the ref's, and an
-    older tip's) with the ``fallen`` runs rolled in, as ``render_rollup`` renders them.
+    older tip's) with the ``rolled`` rows merged in (``rolled``'s: each one eval's runs of
+    the week that fell out of the recent file), as ``render_rollup`` renders them.
 
-    A push folds a run into its week every time, 5,000 evals' rows at 5,000 evals: so the
+    A push that rolls up folds 5,000 evals' rows into their week at 5,000 evals: so the
     rows are merged as the lines' own fields, with no row built but for a line that is
     not as this module writes it. What cannot be read is dropped (its reader said so).
     """
@@ -101,8 +103,8 @@ def fold_week(week: str, texts: Sequence[str], fallen: Iterable[HistoryRow]) -> 
         for line in lines:
             if (document := _rollup_document(line)) is not None:
                 _fold_document(merged, document)
-    for document in _rolled_documents(week, fallen):
-        _fold_document(merged, document)
+    for row in rolled:
+        _fold_document(merged, dict(row))
     header = json.dumps({"schema_version": FORMAT_VERSION, "week": week}, separators=(",", ":"))
     body = [_render_document(document) for _, document in sorted(merged.items())]
     return "\n".join([header, *body]) + "\n"
@@ -110,31 +112,61 @@ def fold_week(week: str, texts: Sequence[str], fallen: Iterable[HistoryRow]) -> 
 
 _ROLLED = ("median", "iqr", "mean", "pass_rate")  # what a rollup averages over its runs
 _ROLLUP_FIELDS = {"eval_id", "run_id", "mode", "status", "k", "build_ts", "n", "trials", *_ROLLED}
+_RUN_READ = ("status", "k", "build_ts", *_ROLLED)  # what ``rolled`` reads of a run
 
 
-def _rolled_documents(week: str, rows: Iterable[HistoryRow]) -> list[dict[str, Any]]:
-    """``roll_up``'s rows of one week, as ``short_fields`` gives their fields."""
-    groups: dict[str, list[HistoryRow]] = defaultdict(list)
+def rolled(eval_id: str, week: str, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``roll_up``'s row of one eval's ``runs`` of one week, as a rollup line's fields: each
+    run its fields as a line keeps them (``build_ts`` among them), a field of the wrong
+    type read as ``HistoryRow.from_json`` reads it (a number that is none left out of its
+    mean)."""
+    ordered = sorted(runs, key=lambda run: _text(run.get("build_ts")))
+    last = ordered[-1]
+    k = last.get("k")
+    document: dict[str, Any] = {
+        "eval_id": eval_id,
+        "run_id": f"rollup-{week}",
+        "mode": "rollup",
+        "status": _text(last.get("status")),
+        "k": k if isinstance(k, int) and not isinstance(k, bool) else 0,
+        "build_ts": _text(last.get("build_ts")),
+        "n": len(ordered),
+        "trials": 0,
+    }
+    for name in _ROLLED:
+        document[name] = _mean([_number(run.get(name)) for run in ordered])
+    return document
+
+
+def rolled_rows(week: str, rows: Iterable[HistoryRow]) -> list[dict[str, Any]]:
+    """``rolled`` of each eval's ``rows`` of one week."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        groups[row.eval_id].append(row)
-    documents = []
-    for eval_id, group in groups.items():
-        group.sort(key=lambda r: r.build_ts)
-        last = group[-1]
-        document: dict[str, Any] = {
-            "eval_id": eval_id,
-            "run_id": f"rollup-{week}",
-            "mode": "rollup",
-            "status": last.status,
-            "k": last.k,
-            "build_ts": last.build_ts,
-            "n": len(group),
-            "trials": 0,
-        }
-        for name in _ROLLED:
-            document[name] = _mean([getattr(r, name) for r in group])
-        documents.append(document)
-    return documents
+        groups[row.eval_id].append({name: getattr(row, name) for name in _RUN_READ})
+    return [rolled(eval_id, week, runs) for eval_id, runs in groups.items()]
+
+
+def week_or_none(build_ts: object) -> str | None:
+    """``week_of`` a run's time, or None for one that is no time (garbage on the branch)."""
+    return _week_of_text(build_ts) if isinstance(build_ts, str) else None
+
+
+@functools.lru_cache(maxsize=1024)  # a roll-up asks of the same few runs for every eval
+def _week_of_text(build_ts: str) -> str | None:
+    try:
+        return week_of(build_ts)
+    except ValueError:
+        return None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
 
 
 def _rollup_document(line: str) -> dict[str, Any] | None:

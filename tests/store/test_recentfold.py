@@ -9,6 +9,7 @@ for byte, over histories of any values a row can hold.
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -44,9 +45,13 @@ def test_a_line_rolls_its_oldest_runs_up_together_once_it_would_hold_room_more()
     for n in range(9):
         text, fallen = fold_recent(text, [row("e", n, median=n / 10)], keep=3, room=2)
         held.append(len(recent_rows(text)["e"]))
-        fell.append([r.run_id for r in fallen])
+        fell.append(
+            {week: [(r["n"], round(r["median"], 4)) for r in got] for week, got in fallen.items()}
+        )
     assert held == [1, 2, 3, 4, 5, 3, 4, 5, 3]
-    assert fell == [[], [], [], [], [], ["r000", "r001", "r002"], [], [], ["r003", "r004", "r005"]]
+    # the three oldest, rolled up into their week: n = 3 runs, the mean of their medians
+    week = "2026-W49"
+    assert fell == [{}, {}, {}, {}, {}, {week: [(3, 0.1)]}, {}, {}, {week: [(3, 0.4)]}]
     assert [r.median for r in recent_rows(text)["e"]] == [0.6, 0.7, 0.8]
 
 
@@ -54,7 +59,7 @@ def test_without_room_each_push_rolls_up_what_falls_past_keep() -> None:
     text: str | None = None
     for n in range(5):
         text, fallen = fold_recent(text, [row("e", n)], keep=3, room=0)
-        assert [r.run_id for r in fallen] == ([f"r{n - 3:03d}"] if n >= 3 else [])
+        assert [r["n"] for r in fallen.get("2026-W49", [])] == ([1] if n >= 3 else [])
 
 
 def decoded_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,7 +101,9 @@ def test_a_line_appended_on_its_text_is_the_line_decoded_and_written_whole(
             slow, slow_fallen = fold_recent(texts[1], rows, keep=keep, room=room)
             patch.undo()
             assert fast == slow
-            assert fast_fallen == slow_fallen
+            assert json.dumps(fast_fallen, sort_keys=True) == json.dumps(
+                slow_fallen, sort_keys=True
+            )
             texts = [fast, slow]
 
 
@@ -114,7 +121,7 @@ def test_the_usual_line_is_appended_to_without_being_decoded(
 
     monkeypatch.setattr(recentfold, "parse_line", parse)
     text, fallen = fold_recent(text, [row(e, 2, fingerprint="f2") for e in "abc"])
-    assert decoded == [] and fallen == []
+    assert decoded == [] and fallen == {}
     kept = recent_rows(text)
     assert [[r.fingerprint for r in kept[e]] for e in "abc"] == [[None, None, "f2"]] * 3
 
@@ -143,3 +150,22 @@ def test_values_json_would_escape_are_written_as_json_writes_them() -> None:
     kept = recent_rows(text)["a"]
     assert [r.model_ids for r in kept] == [("m",), *((value,) for value in odd)]
     assert all(r.median != r.median for r in kept[1:])  # NaN, as json writes it
+
+
+@pytest.mark.parametrize("keep", [1, 2, 4])
+@pytest.mark.parametrize("room", [0, 1, 3, 5])
+def test_every_roll_up_cut_on_the_text_is_the_decoded_one(
+    keep: int, room: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each size of cut: a line of every eval run each time, rolled up ``room + 1`` runs at
+    a time, the same bytes either way, and the same rows rolled up."""
+    texts: list[str] = ["", ""]
+    for n in range(3 * (keep + room + 1)):
+        rows = [row(e, n, median=n / 100, fingerprint=f"f{n}" if n % 3 else None) for e in "ab"]
+        fast, fast_fallen = fold_recent(texts[0], rows, keep=keep, room=room)
+        with monkeypatch.context() as patch:
+            decoded_only(patch)
+            slow, slow_fallen = fold_recent(texts[1], rows, keep=keep, room=room)
+        assert fast == slow
+        assert json.dumps(fast_fallen, sort_keys=True) == json.dumps(slow_fallen, sort_keys=True)
+        texts = [fast, slow]

@@ -19,7 +19,7 @@ from firewall.store.history import HistoryRow
 from firewall.store.progress import CANDIDATES, PROGRESS
 from firewall.store.recent import recent_medians, recent_rows
 from firewall.store.recentfold import fold_recent
-from firewall.store.rollups import fold_week, parse_rollup, render_rollup, roll_up
+from firewall.store.rollups import fold_week, parse_rollup, render_rollup, roll_up, rolled_rows
 from firewall.store.statefiles import MAX_LINE, parse_file, run_file, run_summary
 
 FUZZ = settings(database=None, derandomize=True, deadline=None, max_examples=300)
@@ -174,13 +174,14 @@ def test_a_week_folded_as_fields_is_the_week_rendered_from_rows(
     files = [render_rollup("2026-W48", roll_up(earlier[i::2])) for i in range(min(split, 2))]
     new = rows_of_week(fallen)
     rows = [row for text in files for row in parse_rollup(text)]
-    assert fold_week("2026-W48", files, new) == render_rollup("2026-W48", [*rows, *roll_up(new)])
+    folded = fold_week("2026-W48", files, rolled_rows("2026-W48", new))
+    assert folded == render_rollup("2026-W48", [*rows, *roll_up(new)])
 
 
 @FUZZ
 @given(FILES)
 def test_a_week_folded_over_any_file_gives_a_week_of_rows(text: str) -> None:
-    folded = fold_week("2026-W48", [text], run())
+    folded = fold_week("2026-W48", [text], rolled_rows("2026-W48", run()))
     skipped: list[str] = []
     rows = list(parse_rollup(folded, skipped=skipped.append))
     assert skipped == [] and {"e0", "e1", "e2"} <= {row.eval_id for row in rows}
