@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
 from firewall.store.history import HistoryRow
 from firewall.store.recent import COLUMNS, HEADER_FIELDS, NEWEST_ONLY, columns_of, runs_of
-from firewall.store.rollups import rolled, week_or_none
+from firewall.store.rollups import rolled, rolled_span, week_or_none
 from firewall.store.statefiles import (
     EMPTY,
     FORMAT_VERSION,
@@ -190,14 +190,19 @@ def _fallen(
     drop: int,
     runs: dict[str, dict[str, Any]],
 ) -> list[_Rolled]:
-    """A line's oldest ``drop`` runs rolled up, a row per week they fall into."""
-    read = [c for c in _RUN_READ if c in old]
-    dropped = []
-    for i in range(drop):
-        run = {c: old[c][i] for c in read}
-        run["build_ts"] = runs.get(ids[i], {}).get("build_ts")
-        dropped.append(run)
-    return _rolled_up(eval_id, dropped)
+    """A line's oldest ``drop`` runs (in time order) rolled up, a row per week they fall
+    into; a run of no time (garbage on the branch) is left out."""
+    fallen: list[_Rolled] = []
+    at = 0
+    while at < drop:
+        stamp = runs.get(ids[at], {}).get("build_ts")
+        week, end = week_or_none(stamp), at + 1
+        while end < drop and week_or_none(runs.get(ids[end], {}).get("build_ts")) == week:
+            stamp, end = runs.get(ids[end], {}).get("build_ts"), end + 1
+        if week is not None:
+            fallen.append((week, rolled_span(eval_id, week, old, range(at, end), str(stamp))))
+        at = end
+    return fallen
 
 
 def _rolled_up(eval_id: str, dropped: Iterable[dict[str, Any]]) -> list[_Rolled]:
@@ -208,9 +213,6 @@ def _rolled_up(eval_id: str, dropped: Iterable[dict[str, Any]]) -> list[_Rolled]
         if (week := week_or_none(run.get("build_ts"))) is not None:
             weeks[week].append(run)
     return [(week, rolled(eval_id, week, kept)) for week, kept in sorted(weeks.items())]
-
-
-_RUN_READ = ("status", "k", "median", "iqr", "mean", "pass_rate")  # what a rollup reads
 
 
 def _shifted(
@@ -340,6 +342,11 @@ def _appended(
     return "".join(pieces), named[drop:], _fallen(eval_id, values, ids, drop, runs)
 
 
+def _holds_value(values: list[Any]) -> bool:
+    """Whether any of ``values`` is not empty (``_render_line`` leaves a column without)."""
+    return any(v is not None and v not in EMPTY for v in values)
+
+
 def _newest_column(merged: list[Any], marks: list[Any]) -> str | None:
     """A ``NEWEST_ONLY`` column's text: the value of the newest run with a fingerprint
     (``marks``), the others null; None when that leaves it no value (``_newest_only``)."""
@@ -357,7 +364,7 @@ def _cut_column(
     when no value is left in it. The old values' text is cut at a comma where every comma
     separates two values (as many commas as values, less one); else written again."""
     kept, news = old[drop:], [entry.get(column) for entry in entries]
-    if not any(v is not None and v not in EMPTY for v in (*kept, *news)):
+    if not _holds_value(kept) and not _holds_value(news):
         return None
     if drop >= len(old):
         left = ""

@@ -138,6 +138,29 @@ def rolled(eval_id: str, week: str, runs: Sequence[Mapping[str, Any]]) -> dict[s
     return document
 
 
+def rolled_span(
+    eval_id: str, week: str, columns: Mapping[str, Sequence[Any]], span: range, last_ts: str
+) -> dict[str, Any]:
+    """``rolled`` of the runs ``span`` of a line's ``columns`` (a recent file's, its runs in
+    time order; ``last_ts`` the last one's time): the same row, with no run's fields built."""
+    last = span[-1]
+    status, k = (columns[name][last] if name in columns else None for name in ("status", "k"))
+    document: dict[str, Any] = {
+        "eval_id": eval_id,
+        "run_id": f"rollup-{week}",
+        "mode": "rollup",
+        "status": _text(status),
+        "k": k if isinstance(k, int) and not isinstance(k, bool) else 0,
+        "build_ts": last_ts,
+        "n": len(span),
+        "trials": 0,
+    }
+    for name in _ROLLED:
+        values = columns.get(name, ())
+        document[name] = _mean([_number(values[i]) for i in span] if values else [])
+    return document
+
+
 def rolled_rows(week: str, rows: Iterable[HistoryRow]) -> list[dict[str, Any]]:
     """``rolled`` of each eval's ``rows`` of one week."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
