@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
 
 from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
+from firewall.store import statusref
 from firewall.store.git import Git, StateError
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow, LocalHistory
@@ -361,11 +363,12 @@ def test_the_state_branch_uses_the_checkouts_credentials_else_the_steps_token(
 _JOB = """
 import datetime as dt, sys, time
 from pathlib import Path
+from firewall.store import statusref
 from firewall.store.gitstate import GitState
 from firewall.store.history import HistoryRow
 clone, run_id, go, evals = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 keep, days_ago = int(sys.argv[5]), float(sys.argv[6])
-state = GitState(clone, "origin", "firewall-state")
+state = GitState(clone, "origin", "firewall-state", watched=lambda: {"e1"})
 state.rows()
 while not go.exists():
     time.sleep(0.01)
@@ -430,6 +433,12 @@ def test_a_sharded_matrix_pushing_at_once_keeps_every_run(
     assert len(whole) == min(jobs, keep)
     fallen = {week_of(to_text(NOW - dt.timedelta(days=n))) for n in range(keep, jobs)}
     assert sorted(week_refs(origin)) == sorted(fallen)
+    # The status commit the last push cut is the tip's, and answers as the tip does.
+    cut = git(origin, "show", f"{statusref.remote_ref(BRANCH)}:{statusref.STATUS}")
+    assert json.loads(cut.splitlines()[0])["tip"] == git(origin, "rev-parse", BRANCH)
+    triage = GitState(fresh_clone(origin, tmp_path / "status"), "origin", BRANCH, triage=True)
+    assert triage.rows(eval_ids={"e1"}) == state_in(origin, tmp_path / "tip").rows(eval_ids={"e1"})
+    assert git(triage.cwd, "for-each-ref", "refs/firewall/state") == ""
 
 
 def test_a_lost_race_naming_a_commit_with_403_in_it_is_no_refusal() -> None:
