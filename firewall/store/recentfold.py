@@ -314,19 +314,21 @@ def _appended(
         return None
     if any(c not in spans for entry in entries for c in entry):
         return None
-    if sum(v not in EMPTY for v in values.get("fingerprint", ())) > 1:
+    marked = values.get("fingerprint", [])
+    if len(marked) - marked.count(None) > 1:  # more than the newest: not as written
         return None
     drop = limits.dropped(len(named))
     newest = _newest_marked(entries)
-    marks = [
-        *values.get("fingerprint", [None] * held)[drop:],
-        *(e.get("fingerprint") for e in entries),
-    ]
+    marks = [*(marked or [None] * held)[drop:], *(e.get("fingerprint") for e in entries)]
     pieces, at = [], 0
     for column, (comma, start, end) in spans.items():
         old = values[column]
-        if column in NEWEST_ONLY and (drop or newest is not None):
+        if column in NEWEST_ONLY and drop:
             text = _newest_column([*old[drop:], *(e.get(column) for e in entries)], marks)
+        elif column in NEWEST_ONLY and newest is not None:  # the new value replaces the old
+            value = entries[newest].get(column)
+            after = ",null" * (len(entries) - newest - 1)
+            text = None if value in EMPTY else f"[{'null,' * (held + newest)}{_text(value)}{after}]"
         elif column in NEWEST_ONLY:  # the line's newest value stays the newest
             text = f"{line[start : end - 1]}{',null' * len(entries)}]"
         elif drop:
