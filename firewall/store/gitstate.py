@@ -8,9 +8,10 @@ credentials, so that GitHub, GitLab, Jenkins and a laptop behave alike; no
 workflow step is needed and the work tree is never touched.
 
 The tip holds what CI commands read, and no more: ``recent.jsonl``, each
-eval's newest ``RECENT_RUNS`` runs (one line per eval), and the newest run's
-own file (`firewall status`'s last run). Older runs are rolled up, one row per
-eval per week, and each week is a ref of its own that no clone fetches
+eval's newest ``RECENT_RUNS`` runs (and up to ``ROLL_UP_EVERY - 1`` more; one
+line per eval), and the newest run's own file. Older runs are rolled up, ten at
+a time, one row per eval per week, and each week is a ref of its own that no
+clone fetches
 (``firewall.store.weeks``): only a reader that asks for older weeks than the
 tip keeps (`firewall calibrate`, `status --days` beyond two weeks) fetches
 them, by name. So a CI command's fetch costs the same in a repository's first
@@ -23,7 +24,8 @@ fetch --depth 1``), and of it only the files they need. The files' formats are
 ``firewall.store.statefiles``'s (run files), ``firewall.store.recent``'s and
 ``firewall.store.rollups``'s; ``firewall.store.statepush`` writes a push's tree and
 pushes it, and reads a refusal; ``firewall.store.shared`` joins the branch with the
-local history file.
+local history file. Each push also cuts a status commit from its tip, what `firewall
+status` reads instead of the tip (``firewall.store.statusref``).
 """
 
 from __future__ import annotations
