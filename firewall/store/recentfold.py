@@ -299,6 +299,32 @@ def _appended(
     line's, so each column's new values are written after its old ones, and the oldest
     that fall out are cut off the front of its text. None when the line is not as
     ``_render_line`` writes it or a column is new to it (then the line is folded whole)."""
+    read = _as_written(line, entries)
+    if read is None:
+        return None
+    values, spans = read
+    ids = values["run_id"]
+    named = [*ids, *(e.get("run_id") for e in entries)]
+    if not _in_order(ids, named, entries, runs, limits, in_order):
+        return None
+    change = _Change(values, entries, limits.dropped(len(named)))
+    pieces, at = [], 0
+    for column, (comma, start, end) in spans.items():
+        text = change.column(column, line[start:end])
+        pieces.append(line[at:comma])
+        if text is not None:  # None: a column left with no value is left out
+            pieces += [line[comma:start], text]
+        at = end
+    pieces.append(line[at:])
+    return "".join(pieces), named[change.drop :], _fallen(eval_id, values, ids, change.drop, runs)
+
+
+def _as_written(
+    line: str, entries: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, _Span]] | None:
+    """A line's columns and their places, when it is as ``_render_line`` writes it (each
+    column a value per run, one fingerprint at most) and holds every column the new
+    entries have; else None."""
     read = _columns_in(line)
     if read is None:
         return None
@@ -306,42 +332,48 @@ def _appended(
     ids = values.get("run_id")
     if not isinstance(ids, list) or not ids:
         return None
-    held = len(ids)
-    if any(type(v) is not list or len(v) != held for v in values.values()):
-        return None
-    named = [*ids, *(e.get("run_id") for e in entries)]
-    if not _in_order(ids, named, entries, runs, limits, in_order):
+    if any(type(v) is not list or len(v) != len(ids) for v in values.values()):
         return None
     if any(c not in spans for entry in entries for c in entry):
         return None
     marked = values.get("fingerprint", [])
     if len(marked) - marked.count(None) > 1:  # more than the newest: not as written
         return None
-    drop = limits.dropped(len(named))
-    newest = _newest_marked(entries)
-    marks = [*(marked or [None] * held)[drop:], *(e.get("fingerprint") for e in entries)]
-    pieces, at = [], 0
-    for column, (comma, start, end) in spans.items():
-        old = values[column]
-        if column in NEWEST_ONLY and drop:
-            text = _newest_column([*old[drop:], *(e.get(column) for e in entries)], marks)
-        elif column in NEWEST_ONLY and newest is not None:  # the new value replaces the old
-            value = entries[newest].get(column)
-            after = ",null" * (len(entries) - newest - 1)
-            text = None if value in EMPTY else f"[{'null,' * (held + newest)}{_text(value)}{after}]"
-        elif column in NEWEST_ONLY:  # the line's newest value stays the newest
-            text = f"{line[start : end - 1]}{',null' * len(entries)}]"
-        elif drop:
-            text = _cut_column(line[start + 1 : end - 1], old, drop, entries, column)
-        else:
-            news = ",".join([_text(entry.get(column)) for entry in entries])
-            text = f"{line[start : end - 1]},{news}]"
-        pieces.append(line[at:comma])
-        if text is not None:  # None: a column left with no value is left out
-            pieces += [line[comma:start], text]
-        at = end
-    pieces.append(line[at:])
-    return "".join(pieces), named[drop:], _fallen(eval_id, values, ids, drop, runs)
+    return values, spans
+
+
+class _Change:
+    """What a line's columns become: ``drop`` oldest values off, the entries' on."""
+
+    def __init__(self, values: dict[str, Any], entries: list[dict[str, Any]], drop: int):
+        self.values, self.entries, self.drop = values, entries, drop
+        self.held = len(values["run_id"])
+        self.newest = _newest_marked(entries)
+        marked = values.get("fingerprint") or [None] * self.held
+        self.marks = [*marked[drop:], *(e.get("fingerprint") for e in entries)]
+
+    def column(self, column: str, text: str) -> str | None:
+        """The column's new text, from its old ``text``; None when it is left empty."""
+        old, entries, drop = self.values[column], self.entries, self.drop
+        if column in NEWEST_ONLY:
+            return self._newest_only(column, text)
+        if drop:
+            return _cut_column(text[1:-1], old, drop, entries, column)
+        return f"{text[:-1]},{','.join([_text(entry.get(column)) for entry in entries])}]"
+
+    def _newest_only(self, column: str, text: str) -> str | None:
+        """A ``NEWEST_ONLY`` column: the newest fingerprinted run's value alone."""
+        entries, newest = self.entries, self.newest
+        if self.drop:
+            kept = self.values[column][self.drop :]
+            return _newest_column([*kept, *(e.get(column) for e in entries)], self.marks)
+        if newest is None:  # the line's newest value stays the newest
+            return f"{text[:-1]}{',null' * len(entries)}]"
+        value = entries[newest].get(column)  # the new value replaces the old
+        if value in EMPTY:
+            return None
+        after = ",null" * (len(entries) - newest - 1)
+        return f"[{'null,' * (self.held + newest)}{_text(value)}{after}]"
 
 
 def _holds_value(values: list[Any]) -> bool:
