@@ -153,6 +153,26 @@ class Git:
             )
         return proc.stdout
 
+    def objects(self, names: Sequence[str]) -> list[bytes | None]:
+        """The objects' contents (``<commit>:<path>`` or ids) from one ``cat-file --batch``;
+        None for one that is missing."""
+        if not names:
+            return []
+        out = self.batch("".join(f"{name}\n" for name in names).encode())
+        found: list[bytes | None] = []
+        at = 0
+        for _ in names:
+            header_end = out.index(b"\n", at)
+            header = out[at:header_end].split()
+            if len(header) != 3:  # "<name> missing"
+                found.append(None)
+                at = header_end + 1
+                continue
+            size = int(header[2])
+            found.append(out[header_end + 1 : header_end + 1 + size])
+            at = header_end + 1 + size + 1
+        return found
+
     def environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         # Never ask for credentials on a terminal: a CI job would hang, a laptop would prompt
         # in the middle of a run. Git's own credential helpers (and an ssh agent) still answer.

@@ -34,7 +34,6 @@ import dataclasses
 import datetime as dt
 import functools
 import random
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -46,7 +45,6 @@ from firewall.store import statusref
 from firewall.store import weeks as week_refs
 from firewall.store.git import Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow, RunSummary
-from firewall.store.progress import CANDIDATES_PATH, PROGRESS_PATH
 from firewall.store.recent import RECENT, recent_medians, recent_rows, recent_run_ids
 from firewall.store.recentfold import Fallen, fold_recent
 from firewall.store.rollups import fold_week, parse_rollup
@@ -64,7 +62,6 @@ MIGRATE_FILES = 30
 # Rollup weeks an older firewall kept on the tip, moved to refs of their own by one push
 # (a week with no ref yet moves as it is, unread): a year's weeks leave in a few pushes.
 MIGRATE_WEEKS = 16
-SMALL_FILES = (PROGRESS_PATH, CANDIDATES_PATH)  # the tip's files a status commit holds too
 
 
 @dataclasses.dataclass
@@ -355,37 +352,10 @@ class GitState:
         return status if status is not None and status.answers(eval_ids) else None
 
     def _status_commit(self) -> StatusRead | None:
-        """The remote's status commit, fetched once; None when there is none, or it was not
-        cut from the tip the remote holds now (a firewall that writes none pushed last).
-        The tip is asked for beside the fetch: two round trips at once, not one after
-        the other."""
-        if self._status_fetched:
-            return self._status
-        self._status_fetched = True
-        auth = self._auth
-        asked: list[str | None] = []
-        ask = threading.Thread(
-            target=lambda: asked.append(
-                self._g.remote_commit(self.remote, f"refs/heads/{self.branch}", auth=auth)
-            )
-        )
-        ask.start()
-        try:
-            fetched = self._g.fetch_ref(
-                self.remote, statusref.remote_ref(self.branch), statusref.FETCHED, auth=auth
-            )
-        finally:
-            ask.join()
-        if fetched is None or not asked or asked[0] is None:
-            return None
-        names = (STATUS, *SMALL_FILES)
-        texts = self._raw([f"{fetched}:{name}" for name in names])
-        files = {
-            name: raw.decode("utf-8", "replace") if raw is not None else None
-            for name, raw in zip(SMALL_FILES, texts[1:], strict=True)
-        }
-        read = StatusRead.of(texts[0] or b"", files)
-        self._status = read if read is not None and read.tip == asked[0] else None
+        """The remote's status commit, fetched once (``firewall.store.statusref.fetch``)."""
+        if not self._status_fetched:
+            self._status_fetched = True
+            self._status = statusref.fetch(self._g, self.remote, self.branch, auth=self._auth)
         return self._status
 
     def _fetch(self) -> str | None:
@@ -474,22 +444,7 @@ class GitState:
 
     def _raw(self, objects: Sequence[str]) -> list[bytes | None]:
         """The objects' contents in one ``git cat-file --batch``; None for a missing one."""
-        if not objects:
-            return []
-        out = self._g.batch("".join(f"{name}\n" for name in objects).encode())
-        found: list[bytes | None] = []
-        at = 0
-        for _ in objects:
-            header_end = out.index(b"\n", at)
-            header = out[at:header_end].split()
-            if len(header) != 3:  # "<name> missing"
-                found.append(None)
-                at = header_end + 1
-                continue
-            size = int(header[2])
-            found.append(out[header_end + 1 : header_end + 1 + size])
-            at = header_end + 1 + size + 1
-        return found
+        return self._g.objects(objects)
 
     # --- writing ---------------------------------------------------------------------
 

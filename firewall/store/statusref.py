@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Collection, Mapping
 
+from firewall.store.git import Git
 from firewall.store.history import RunSummary
+from firewall.store.progress import CANDIDATES_PATH, PROGRESS_PATH
 from firewall.store.statefiles import (
     FORMAT_VERSION,
     iter_lines,
@@ -31,11 +34,37 @@ from firewall.store.statefiles import (
 
 STATUS = "status.jsonl"
 FETCHED = "refs/firewall/status"  # where the fetched status commit is kept locally
+SMALL_FILES = (PROGRESS_PATH, CANDIDATES_PATH)  # the tip's files a status commit holds too
 
 
 def remote_ref(branch: str) -> str:
     """Where the remote keeps ``branch``'s status commit."""
     return f"refs/firewall/{branch}/status"
+
+
+def fetch(git: Git, remote: str, branch: str, *, auth: Mapping[str, str]) -> StatusRead | None:
+    """The remote's status commit of ``branch``, read; None when there is none, or it was
+    not cut from the tip the remote holds now (a firewall that writes none pushed last).
+    The tip is asked for beside the fetch: two round trips at once, not one after the
+    other."""
+    asked: list[str | None] = []
+    ask = threading.Thread(
+        target=lambda: asked.append(git.remote_commit(remote, f"refs/heads/{branch}", auth=auth))
+    )
+    ask.start()
+    try:
+        fetched = git.fetch_ref(remote, remote_ref(branch), FETCHED, auth=auth)
+    finally:
+        ask.join()
+    if fetched is None or not asked or asked[0] is None:
+        return None
+    raw = git.objects([f"{fetched}:{name}" for name in (STATUS, *SMALL_FILES)])
+    files = {
+        name: None if text is None else text.decode("utf-8", "replace")
+        for name, text in zip(SMALL_FILES, raw[1:], strict=True)
+    }
+    read = StatusRead.of(raw[0] or b"", files)
+    return read if read is not None and read.tip == asked[0] else None
 
 
 def status_text(recent: str | None, watched: Collection[str], last_run: str | None) -> str:
