@@ -1,13 +1,14 @@
 """Writing ``recent.jsonl`` (``firewall.store.recent``): a push folds its run into it.
 
 Every push of a run changes the line of every eval it ran: 5,000 lines at 5,000
-evals, about ten megabytes. So the usual case, a line whose runs the new ones come
-after with none falling out (nine pushes in ten, ``ROLL_UP_EVERY``), is done on the
-line's text: each column's new values are written after its old ones, which are
-neither built into entries nor written again (``_appended``). Any other line (a run
-falls out, a column is new to it, runs out of order, a line not as written) is
-decoded and folded entry by entry, and written whole (``_fold_columns``, ``_fold``);
-the two give the same bytes for a line this module wrote.
+evals, about fifteen megabytes. So the usual line, whose runs the new ones come
+after, is changed on its text (``_appended``): each column's new values are written
+after its old ones, which are neither built into entries nor written again; in the
+push that rolls up (one in ``ROLL_UP_EVERY``) its oldest values are cut off the
+front of each column too, and rolled up straight from the columns. Any other line (a
+column new to it, runs out of order, a line not as written) is decoded and folded
+entry by entry, and written whole (``_fold_columns``, ``_fold``); the two give the
+same bytes for a line this module wrote.
 """
 
 from __future__ import annotations
