@@ -282,7 +282,8 @@ class GitState:
         ``recent.jsonl``, and up to ``room`` more; beyond, the older ones go to their week's
         rollup, together; the run's file replaces the newest run's), replace ``files``,
         change ``updates`` (each given the tip's text of its file), push a parentless
-        commit in place of the tip.
+        commit in place of the tip; with ``watched``, the status commit cut from it goes in
+        the same push (``firewall.store.statusref``).
 
         A push that loses a race with another job is rebuilt on the new tip and tried
         again, with a growing, jittered pause, for up to ``PUSH_WINDOW_S``: a count of
@@ -506,26 +507,32 @@ class GitState:
 
     def _status_of(self, changes: Mapping[str, str | None]) -> str | None:
         """The ``status.jsonl`` of the tip a push makes: its recent file cut to the evals
-        ``watched`` names, with its newest run's header. None without ``watched``, or when
-        it cannot say them: then no status commit is pushed, and the old one, cut from an
-        older tip, is read by no one (``_status_commit``)."""
+        ``watched`` names, with its newest run's header. None without ``watched``, when it
+        cannot say them, or while an older firewall's run files wait on the tip to be
+        folded in (the recent file alone does not answer yet): then no status commit is
+        pushed, and the old one, cut from an older tip, is read by no one
+        (``statusref.fetch``)."""
         if self.watched is None:
             return None
         try:
             watched = set(self.watched())
         except FirewallError:  # an unreadable registry: its own reader says so
             return None
-        recent = changes[RECENT] if RECENT in changes else self._text(self._tip, RECENT)
+        tip = self._tip
+        recent = changes[RECENT] if RECENT in changes else self._recent_text(tip) if tip else None
+        kept = [
+            (name, blob)
+            for blob, name in self._listing(tip)
+            if name.startswith("runs/") and name not in changes
+        ]
+        known = recent_run_ids(recent or "")
+        if any(_run_id(name) not in known for name, _ in kept):
+            return None
         written = [(n, t) for n, t in changes.items() if n.startswith("runs/") and t is not None]
         if written:
             last: str | None = max(written)[1].partition("\n")[0]
         else:
-            kept = [
-                (name, blob)
-                for blob, name in self._listing(self._tip)
-                if name.startswith("runs/") and name not in changes
-            ]
-            raw = self._raw([f"{max(kept)[1]}"])[0] if kept else None
+            raw = self._raw([max(kept)[1]])[0] if kept else None
             last = None if raw is None else raw.partition(b"\n")[0].decode("utf-8", "replace")
         return status_text(recent, watched, last)
 

@@ -67,7 +67,7 @@ def fetch(git: Git, remote: str, branch: str, *, auth: Mapping[str, str]) -> Sta
     return read if read is not None and read.tip == asked[0] else None
 
 
-def status_text(recent: str | None, watched: Collection[str], last_run: str | None) -> str:
+def status_text(recent: str | bytes | None, watched: Collection[str], last_run: str | None) -> str:
     """``status.jsonl``: ``recent``'s header with the ``watched`` evals and the newest run's
     header (``last_run``, a run file's first line), then the watched evals' lines of
     ``recent`` as they are. Its ``tip`` is stamped when the tip's commit is made

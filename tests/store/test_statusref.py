@@ -194,3 +194,28 @@ def test_a_default_branch_run_cuts_the_status_commit_that_status_then_reads(
     assert view["last_run"]["counts"], "the run's counts, from the status commit"
     assert git(laptop, "for-each-ref", "refs/firewall/state") == "", "the tip is not fetched"
     assert git(laptop, "for-each-ref", statusref.FETCHED) != ""
+
+
+def test_while_an_older_firewalls_run_files_wait_on_the_tip_status_reads_the_tip(
+    origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older firewall left run files on the tip, which pushes fold into the recent file
+    a few at a time: until the last is folded, a status commit cut from the recent file
+    would miss their rows, so none is written and `status` reads the tip."""
+    from firewall.store import gitstate
+    from firewall.store.statefiles import run_file
+
+    monkeypatch.setattr(gitstate, "MIGRATE_FILES", 1)
+    old = dict(run_file(rows(f"old{n}", 10 - n)) for n in range(3))
+    state = writer(origin, tmp_path / "job")
+    state.push([], files=old)
+    state.watched = lambda: {"e0"}
+    read_the_tip = []
+    for n in range(4):
+        state.push(rows(f"new{n}", 4 - n, median=0.5))
+        triage = reader(origin, tmp_path / f"status{n}", triage=True)
+        whole = reader(origin, tmp_path / f"whole{n}", triage=False)
+        assert triage.rows(SINCE, {"e0"}) == whole.rows(SINCE, {"e0"})
+        read_the_tip.append(fetched_tip(triage))
+    # two pushes leave an older run file behind; the third folds the last one in
+    assert read_the_tip == [True, True, False, False]
