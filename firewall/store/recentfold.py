@@ -51,6 +51,49 @@ class _Limits(NamedTuple):
         return held - self.keep if held > self.most else 0
 
 
+_WeekSpan = tuple[str, range, str]  # a week, the runs of a line falling into it, the last's time
+
+
+class _Asked:
+    """What a fold asks of the runs its lines name, asked once for each list of runs: most
+    lines name the same, 5,000 of them at 5,000 evals."""
+
+    def __init__(self, runs: dict[str, dict[str, Any]], limits: _Limits):
+        self.runs, self.limits = runs, limits
+        self._order: dict[tuple[str, ...], bool] = {}
+        self._weeks: dict[tuple[str, ...], list[_WeekSpan]] = {}
+
+    def in_order(self, ids: list[Any], named: list[Any], entries: list[dict[str, Any]]) -> bool:
+        """``_come_after`` for a line's runs (``ids``) and the new ones (``named``: both)."""
+        try:
+            return self._order[tuple(named)]
+        except KeyError:
+            pass
+        except TypeError:  # a run id that is a list or a map: garbage
+            return False
+        fine = all(isinstance(run_id, str) for run_id in named)
+        self._order[tuple(named)] = fine and _come_after(ids, entries, self.runs, self.limits.keep)
+        return self._order[tuple(named)]
+
+    def weeks(self, ids: list[str], drop: int) -> list[_WeekSpan]:
+        """The weeks a line's oldest ``drop`` runs (in time order) fall into, each with its
+        runs and the last one's time; a run of no time (garbage on the branch) is left out."""
+        key = tuple(ids[:drop])
+        if key not in self._weeks:
+            stamps = [self.runs.get(run_id, {}).get("build_ts") for run_id in key]
+            spans: list[_WeekSpan] = []
+            at = 0
+            while at < drop:
+                week, end = week_or_none(stamps[at]), at + 1
+                while end < drop and week_or_none(stamps[end]) == week:
+                    end += 1
+                if week is not None:
+                    spans.append((week, range(at, end), str(stamps[end - 1])))
+                at = end
+            self._weeks[key] = spans
+        return self._weeks[key]
+
+
 def fold_recent(
     text: str | bytes | None,
     rows: Iterable[HistoryRow],
@@ -67,13 +110,12 @@ def fold_recent(
     lines = iter_lines(text or "")  # each line decoded alone: no copy of the whole file
     runs = runs_of(next(lines, ""), None)
     new = _new_entries(rows, runs)
-    limits = _Limits(keep, keep + room)
+    asked = _Asked(runs, _Limits(keep, keep + room))
     folded: dict[str, _Folded] = {}
-    in_order: dict[tuple[str, ...], bool] = {}  # most lines name the same runs: asked once
     for line in lines:
         named = line_eval(line)
         if named is not None and named in new and named not in folded:
-            appended = _appended(named, line, new[named], runs, limits, in_order)
+            appended = _appended(named, line, new[named], asked)
             if appended is not None:
                 folded[named] = appended
                 del new[named]
@@ -83,9 +125,9 @@ def fold_recent(
             continue
         if eval_id not in folded:
             entries = new.pop(eval_id, None)
-            folded[eval_id] = _fold_line(eval_id, line, data, entries, runs, limits, in_order)
+            folded[eval_id] = _fold_line(eval_id, line, data, entries, asked)
     for eval_id, entries in new.items():
-        folded[eval_id] = _fold(eval_id, entries, runs, limits)
+        folded[eval_id] = _fold(eval_id, entries, runs, asked.limits)
     fallen: Fallen = defaultdict(list)
     for _, _, out in folded.values():
         for week, document in out:
@@ -111,17 +153,15 @@ def _fold_line(
     line: str,
     data: dict[str, Any],
     entries: list[dict[str, Any]] | None,
-    runs: dict[str, dict[str, Any]],
-    limits: _Limits,
-    in_order: dict[tuple[str, ...], bool],
+    asked: _Asked,
 ) -> _Folded:
     """One eval's line with its new entries folded in; without any, the line as it is."""
     if entries is None:
         ids = data.get("run_id")
         return line, [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [], []
-    folded = _fold_columns(eval_id, data, entries, runs, limits, in_order)
+    folded = _fold_columns(eval_id, data, entries, asked)
     if folded is None:  # out of order, a run twice, garbage: entry by entry
-        folded = _fold(eval_id, _entries(data) + entries, runs, limits)
+        folded = _fold(eval_id, _entries(data) + entries, asked.runs, asked.limits)
     return folded
 
 
@@ -140,28 +180,20 @@ def _fold_columns(
     eval_id: str,
     data: dict[str, Any],
     entries: list[dict[str, Any]],
-    runs: dict[str, dict[str, Any]],
-    limits: _Limits,
-    in_order: dict[tuple[str, ...], bool],
+    asked: _Asked,
 ) -> _Folded | None:
     """``_fold`` of the usual case, column by column, with no entry built but the fallen
     ones': the line's runs are known and in time order, and the new runs come after them.
-    None when that is not so (then ``_fold`` sorts it out entry by entry). ``in_order``
-    keeps the answer for each list of runs already asked about."""
+    None when that is not so (then ``_fold`` sorts it out entry by entry)."""
     ids = data.get("run_id")
     if not isinstance(ids, list):
         return None
     named = [*ids, *(e.get("run_id") for e in entries)]
-    if not all(isinstance(run_id, str) for run_id in named):
-        return None
-    key = tuple(named)
-    if key not in in_order:
-        in_order[key] = _come_after(ids, entries, runs, limits.keep)
-    if not in_order[key]:
+    if not asked.in_order(ids, named, entries):
         return None
     old = columns_of(data, ids)
-    drop = limits.dropped(len(ids) + len(entries))
-    fallen = _fallen(eval_id, old, ids, drop, runs)
+    drop = asked.limits.dropped(len(ids) + len(entries))
+    fallen = _fallen(eval_id, old, asked.weeks(ids, drop))
     columns = _shifted(old, len(ids) - drop, drop, entries)
     _newest_only(columns)
     return _render_line(eval_id, columns), columns["run_id"], fallen
@@ -184,26 +216,10 @@ def _come_after(
     return stamps == sorted(stamps) and len(set(named)) == len(named)
 
 
-def _fallen(
-    eval_id: str,
-    old: Mapping[str, list[Any]],
-    ids: list[Any],
-    drop: int,
-    runs: dict[str, dict[str, Any]],
-) -> list[_Rolled]:
-    """A line's oldest ``drop`` runs (in time order) rolled up, a row per week they fall
-    into; a run of no time (garbage on the branch) is left out."""
-    fallen: list[_Rolled] = []
-    at = 0
-    while at < drop:
-        stamp = runs.get(ids[at], {}).get("build_ts")
-        week, end = week_or_none(stamp), at + 1
-        while end < drop and week_or_none(runs.get(ids[end], {}).get("build_ts")) == week:
-            stamp, end = runs.get(ids[end], {}).get("build_ts"), end + 1
-        if week is not None:
-            fallen.append((week, rolled_span(eval_id, week, old, range(at, end), str(stamp))))
-        at = end
-    return fallen
+def _fallen(eval_id: str, old: Mapping[str, list[Any]], weeks: list[_WeekSpan]) -> list[_Rolled]:
+    """A line's oldest runs rolled up, a row per week they fall into (``weeks``:
+    ``_Asked.weeks``)."""
+    return [(week, rolled_span(eval_id, week, old, span, last)) for week, span, last in weeks]
 
 
 def _rolled_up(eval_id: str, dropped: Iterable[dict[str, Any]]) -> list[_Rolled]:
@@ -289,12 +305,7 @@ _Span = tuple[int, int, int]  # a column's comma before its key, its list's star
 
 
 def _appended(
-    eval_id: str,
-    line: str,
-    entries: list[dict[str, Any]],
-    runs: dict[str, dict[str, Any]],
-    limits: _Limits,
-    in_order: dict[tuple[str, ...], bool],
+    eval_id: str, line: str, entries: list[dict[str, Any]], asked: _Asked
 ) -> _Folded | None:
     """``_fold_columns`` of the usual case on the line's text: the new runs come after the
     line's, so each column's new values are written after its old ones, and the oldest
@@ -306,9 +317,9 @@ def _appended(
     values, spans = read
     ids = values["run_id"]
     named = [*ids, *(e.get("run_id") for e in entries)]
-    if not _in_order(ids, named, entries, runs, limits, in_order):
+    if not asked.in_order(ids, named, entries):
         return None
-    change = _Change(values, entries, limits.dropped(len(named)))
+    change = _Change(values, entries, asked.limits.dropped(len(named)))
     pieces, at = [], 0
     for column, (comma, start, end) in spans.items():
         text = change.column(column, line[start:end])
@@ -317,7 +328,8 @@ def _appended(
             pieces += [line[comma:start], text]
         at = end
     pieces.append(line[at:])
-    return "".join(pieces), named[change.drop :], _fallen(eval_id, values, ids, change.drop, runs)
+    fallen = _fallen(eval_id, values, asked.weeks(ids, change.drop))
+    return "".join(pieces), named[change.drop :], fallen
 
 
 def _as_written(
@@ -350,8 +362,7 @@ class _Change:
         self.values, self.entries, self.drop = values, entries, drop
         self.held = len(values["run_id"])
         self.newest = _newest_marked(entries)
-        marked = values.get("fingerprint") or [None] * self.held
-        self.marks = [*marked[drop:], *(e.get("fingerprint") for e in entries)]
+        self.marked = values.get("fingerprint") or [None] * self.held
 
     def column(self, column: str, text: str) -> str | None:
         """The column's new text, from its old ``text``; None when it is left empty."""
@@ -365,16 +376,31 @@ class _Change:
     def _newest_only(self, column: str, text: str) -> str | None:
         """A ``NEWEST_ONLY`` column: the newest fingerprinted run's value alone."""
         entries, newest = self.entries, self.newest
-        if self.drop:
-            kept = self.values[column][self.drop :]
-            return _newest_column([*kept, *(e.get(column) for e in entries)], self.marks)
-        if newest is None:  # the line's newest value stays the newest
+        if newest is not None:  # the new value replaces the old
+            value = entries[newest].get(column)
+            if value in EMPTY:
+                return None
+            after = ",null" * (len(entries) - newest - 1)
+            return f"[{'null,' * (self.held - self.drop + newest)}{_text(value)}{after}]"
+        if not self.drop:  # the line's newest value stays the newest
             return f"{text[:-1]}{',null' * len(entries)}]"
-        value = entries[newest].get(column)  # the new value replaces the old
-        if value in EMPTY:
+        return self._kept_newest(column, text)
+
+    def _kept_newest(self, column: str, text: str) -> str | None:
+        """A ``NEWEST_ONLY`` column whose newest value is the line's, its oldest cut off: the
+        value's text moved to its new place (a line as written holds no other value), or
+        None when it falls out too."""
+        drop, held, added = self.drop, self.held, len(self.entries)
+        at = _last_marked(self.marked, drop)
+        if at is None or self.values[column][at] in EMPTY:
             return None
-        after = ",null" * (len(entries) - newest - 1)
-        return f"[{'null,' * (self.held + newest)}{_text(value)}{after}]"
+        before, after = "[" + "null," * at, ",null" * (held - at - 1) + "]"
+        if not (text.startswith(before) and text.endswith(after)):  # not as written
+            kept = [*self.values[column][drop:], *(e.get(column) for e in self.entries)]
+            marks = [*self.marked[drop:], *(e.get("fingerprint") for e in self.entries)]
+            return _newest_column(kept, marks)
+        value = text[len(before) : len(text) - len(after)]
+        return f"[{'null,' * (at - drop)}{value}{',null' * (held - at - 1 + added)}]"
 
 
 def _holds_value(values: list[Any]) -> bool:
@@ -398,38 +424,17 @@ def _cut_column(
     """A column's text without its oldest ``drop`` values and with the new entries'; None
     when no value is left in it. The old values' text is cut at a comma where every comma
     separates two values (as many commas as values, less one); else written again."""
-    kept, news = old[drop:], [entry.get(column) for entry in entries]
-    if not _holds_value(kept) and not _holds_value(news):
+    news = [entry.get(column) for entry in entries]
+    if not _holds_value(news) and not _holds_value(old[drop:]):
         return None
     if drop >= len(old):
         left = ""
     elif inner.count(",") == len(old) - 1:
         left = inner.split(",", drop)[drop]
     else:
-        left = json.dumps(kept, separators=(",", ":"), ensure_ascii=False)[1:-1]
+        left = json.dumps(old[drop:], separators=(",", ":"), ensure_ascii=False)[1:-1]
     added = ",".join([_text(value) for value in news])
     return f"[{left},{added}]" if left else f"[{added}]"
-
-
-def _in_order(
-    ids: list[Any],
-    named: list[Any],
-    entries: list[dict[str, Any]],
-    runs: dict[str, dict[str, Any]],
-    limits: _Limits,
-    in_order: dict[tuple[str, ...], bool],
-) -> bool:
-    """``_come_after`` for a line's runs and the new ones (``named``), asked once for each
-    list of runs: most lines name the same."""
-    try:
-        return in_order[tuple(named)]
-    except KeyError:
-        pass
-    except TypeError:  # a run id that is a list or a map: garbage
-        return False
-    fine = all(isinstance(run_id, str) for run_id in named)
-    in_order[tuple(named)] = fine and _come_after(ids, entries, runs, limits.keep)
-    return in_order[tuple(named)]
 
 
 def _columns_in(line: str) -> tuple[dict[str, Any], dict[str, _Span]] | None:
@@ -451,6 +456,15 @@ def _columns_in(line: str) -> tuple[dict[str, Any], dict[str, _Span]] | None:
     except (StopIteration, ValueError, RecursionError, IndexError):
         return None
     return (values, spans) if at == len(line) - 1 else None
+
+
+def _last_marked(marked: list[Any], start: int) -> int | None:
+    """The index of a line's newest run with a fingerprint (``marked``: its fingerprints),
+    from ``start`` on; None when none has one."""
+    for i in range(len(marked) - 1, start - 1, -1):
+        if marked[i] not in EMPTY:
+            return i
+    return None
 
 
 def _newest_marked(entries: list[dict[str, Any]]) -> int | None:

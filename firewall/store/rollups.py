@@ -14,7 +14,7 @@ import dataclasses
 import datetime as dt
 import functools
 import json
-import statistics
+import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -155,9 +155,11 @@ def rolled_span(
         "n": len(span),
         "trials": 0,
     }
-    for name in _ROLLED:
-        values = columns.get(name, ())
-        document[name] = _mean([_number(values[i]) for i in span] if values else [])
+    start, stop = span.start, span.stop
+    for name in _ROLLED:  # _number's test, inlined: 5,000 lines roll up in one push
+        values = columns.get(name) or ()
+        present = [float(v) for v in values[start:stop] if type(v) is float or type(v) is int]
+        document[name] = math.fsum(present) / len(present) if present else None
     return document
 
 
@@ -302,4 +304,4 @@ def _merge(earlier: HistoryRow, later: HistoryRow) -> HistoryRow:
 
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else None
+    return math.fsum(present) / len(present) if present else None  # statistics.fmean's sum
