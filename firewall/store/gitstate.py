@@ -30,13 +30,16 @@ status` reads instead of the tip (``firewall.store.statusref``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
+import gc
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
@@ -49,7 +52,7 @@ from firewall.store.recent import RECENT, recent_medians, recent_rows, recent_ru
 from firewall.store.recentfold import Fallen, fold_recent
 from firewall.store.rollups import fold_week, parse_rollup
 from firewall.store.statefiles import parse_file, run_file, run_summary
-from firewall.store.statepush import lost_a_race, push_tip, refused, write_blob
+from firewall.store.statepush import lost_a_race, push_tip, refused, write_blob, write_tree
 from firewall.store.statusref import STATUS, StatusRead, status_text
 from firewall.store.weeks import last_day, path_of, week_of_path
 from firewall.timeutil import to_text
@@ -312,17 +315,22 @@ class GitState:
             for name, update in (updates or {}).items():
                 changes[name] = update(self._text(self._tip, name))
             fallen: Fallen = {}
-            if rows:
-                folded, fallen = self._folded(self._tip, rows, keep_runs, room)
-                changes.update(folded)
-            leaving, archived = self._archived(self._tip, fallen)
+            with _uncollected():
+                if rows:
+                    folded, fallen = self._folded(self._tip, rows, keep_runs, room)
+                    changes.update(folded)
+                targets, leaving = self._weeks_changed(self._tip, fallen)
             changes.update(leaving)
+            with ThreadPoolExecutor(1) as pool:  # the weeks fetched while the tree is written
+                old = pool.submit(self._old_weeks, targets)
+                tree = write_tree(self._g, self._tip, changes)
+                archived = self._archived(self._tip, fallen, targets, old.result())
             commit, pushed = push_tip(
                 self._g,
                 self.remote,
                 self.branch,
                 self._tip,
-                changes,
+                tree,
                 archived,
                 message=f"firewall: {what}",
                 auth=self._auth,
@@ -477,21 +485,33 @@ class GitState:
         changes[RECENT], fallen = fold_recent(recent, [*earlier, *rows], keep=keep, room=room)
         return changes, fallen
 
-    def _archived(
+    def _weeks_changed(
         self, tip: str | None, fallen: Fallen
-    ) -> tuple[dict[str, str | None], dict[str, tuple[str, str | None]]]:
-        """The weeks a push changes: the tip's rollup files that leave it, and per week its
-        new commit and the commit it replaces (None for a new week's ref).
+    ) -> tuple[set[str], dict[str, str | None]]:
+        """The weeks a push changes, and the tip's rollup files that leave it: the weeks the
+        fallen rows fall into, and the weeks an older firewall left on the tip,
+        ``MIGRATE_WEEKS`` a push."""
+        on_tip = sorted(week for _, name in self._listing(tip) if (week := week_of_path(name)))
+        targets = set(fallen) | set(on_tip[:MIGRATE_WEEKS])
+        return targets, {path_of(week): None for week in targets if week in on_tip}
 
-        They are the weeks the fallen rows fall into (each merged with its rollup so far),
-        and the weeks an older firewall left on the tip, ``MIGRATE_WEEKS`` a push: one
-        with no ref yet moves as it is, unread; one with a ref too is merged with it.
+    def _old_weeks(self, weeks: set[str]) -> dict[str, str]:
+        """The remote's commits of ``weeks``, fetched (``firewall.store.weeks.fetch``)."""
+        if not weeks:
+            return {}
+        return week_refs.fetch(self._g, self.remote, self.branch, weeks, auth=self._auth)
+
+    def _archived(
+        self, tip: str | None, fallen: Fallen, targets: set[str], old: Mapping[str, str]
+    ) -> dict[str, tuple[str, str | None]]:
+        """Per week a push changes (``targets``), its new commit and the commit it replaces
+        (``old``; None for a new week's ref): each merged with its rollup so far, the
+        fallen rows folded in. A week an older firewall left on the tip moves as it is,
+        unread, when it has no ref yet; with one, the two are merged.
         """
-        on_tip = {week: blob for blob, name in self._listing(tip) if (week := week_of_path(name))}
-        targets = set(fallen) | set(sorted(on_tip)[:MIGRATE_WEEKS])
         if not targets:
-            return {}, {}
-        old = week_refs.fetch(self._g, self.remote, self.branch, targets, auth=self._auth)
+            return {}
+        on_tip = {week: blob for blob, name in self._listing(tip) if (week := week_of_path(name))}
         blobs: dict[str, str] = {}
         for week in sorted(targets):
             if week not in fallen and week not in old:
@@ -502,8 +522,7 @@ class GitState:
             texts = self._blobs_by_id(sources)
             blobs[week] = write_blob(self._g, fold_week(week, texts, fallen.get(week, ())))
         made = week_refs.commits(self._g, blobs, message="firewall: the rollup of")
-        leaving: dict[str, str | None] = {path_of(week): None for week in targets if week in on_tip}
-        return leaving, {week: (made[week], old.get(week)) for week in targets}
+        return {week: (made[week], old.get(week)) for week in targets}
 
     def _status_of(self, changes: Mapping[str, str | None]) -> str | None:
         """The ``status.jsonl`` of the tip a push makes: its recent file cut to the evals
@@ -555,6 +574,20 @@ class GitState:
         self, *args: str, stdin: str | None = None, extra_env: Mapping[str, str] | None = None
     ) -> str:
         return self._g.out(*args, stdin=stdin, extra_env=extra_env)
+
+
+@contextlib.contextmanager
+def _uncollected() -> Iterator[None]:
+    """The cyclic collector paused, for a fold: it makes no cycle (what it drops is freed
+    as it goes), yet the 5,000 rows a roll-up keeps at 5,000 evals set off passes over
+    the run's whole heap (0.15 s of a push). Turned on again only by whoever paused it."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _chosen(

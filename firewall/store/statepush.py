@@ -25,16 +25,16 @@ def push_tip(
     remote: str,
     branch: str,
     tip: str | None,
-    changes: Mapping[str, str | None],
+    tree: str,
     archived: Mapping[str, tuple[str, str | None]],
     *,
     message: str,
     auth: Mapping[str, str],
     status: str | None = None,
 ) -> tuple[str, subprocess.CompletedProcess[str]]:
-    """A parentless commit of ``tip``'s tree with ``changes`` made, pushed in place of the
-    branch's tip with the ``archived`` weeks (per week its new commit and the one it
-    replaces) and, given its ``status.jsonl``, the status commit cut from it
+    """A parentless commit of ``tree`` (``write_tree``: the tip's, changed), pushed in place
+    of the branch's ``tip`` with the ``archived`` weeks (per week its new commit and the
+    one it replaces) and, given its ``status.jsonl``, the status commit cut from it
     (``firewall.store.statusref``): the commit, and git's answer (the caller reads the
     exit status)."""
     # Every push starts the branch anew: a parentless commit, so that the branch's
@@ -43,7 +43,6 @@ def push_tip(
     # it was built on (the lease), and each week it changes only if that week is
     # still the one it read; all or none (--atomic). A racing writer sees a stale
     # lease or a non-fast-forward and rebuilds on the new tip, as after any lost race.
-    tree = write_tree(git, tip, changes)
     commit = git.out("commit-tree", tree, "-m", message, extra_env=IDENTITY)
     ref = f"refs/heads/{branch}"
     leases = [f"--force-with-lease={ref}:{tip or ''}"]
