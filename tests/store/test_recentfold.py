@@ -169,3 +169,25 @@ def test_every_roll_up_cut_on_the_text_is_the_decoded_one(
         assert fast == slow
         assert json.dumps(fast_fallen, sort_keys=True) == json.dumps(slow_fallen, sort_keys=True)
         texts = [fast, slow]
+
+
+def test_a_column_of_numbers_is_passed_over_on_its_text_until_a_roll_up_reads_it() -> None:
+    """A number that is no JSON (a hand-edited branch) in a column the usual push passes over
+    unread: the line keeps it and its reader skips the line and says so; the push that
+    rolls that run up reads it, and the line is dropped as any line that cannot be read
+    (its eval starts again from the new run)."""
+    text, _ = fold_recent(None, [row(e, 0) for e in "ab"], keep=2, room=1)
+    header, a, b = text.splitlines()
+    garbled = a.replace('"median":[0.8]', '"median":[0.8e]')
+    assert garbled != a
+    text, fallen = fold_recent(
+        "\n".join([header, garbled, b]), [row(e, 1) for e in "ab"], keep=2, room=1
+    )
+    assert fallen == {} and '"median":[0.8e,0.8]' in text  # appended to, not decoded
+    said: list[str] = []
+    assert sorted(recent_rows(text, skipped=said.append)) == ["b"] and len(said) == 1
+    text, _ = fold_recent(text, [row(e, 2) for e in "ab"], keep=2, room=1)
+    text, fallen = fold_recent(text, [row(e, 3) for e in "ab"], keep=2, room=1)
+    assert [r["eval_id"] for r in fallen["2026-W49"]] == ["b"]
+    assert [r.run_id for r in recent_rows(text)["a"]] == ["r003"]
+    assert [r.run_id for r in recent_rows(text)["b"]] == ["r002", "r003"]
