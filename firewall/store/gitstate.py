@@ -321,10 +321,10 @@ class GitState:
                     changes.update(folded)
                 targets, leaving = self._weeks_changed(self._tip, fallen)
             changes.update(leaving)
-            with ThreadPoolExecutor(1) as pool:  # the weeks fetched while the tree is written
-                old = pool.submit(self._old_weeks, targets)
-                tree = write_tree(self._g, self._tip, changes)
-                archived = self._archived(self._tip, fallen, targets, old.result())
+            with ThreadPoolExecutor(1) as pool:  # git writes the tree while the weeks are folded
+                writing = pool.submit(write_tree, self._g, self._tip, changes)
+                archived = self._archived(self._tip, fallen, targets, self._old_weeks(targets))
+                tree = writing.result()
             commit, pushed = push_tip(
                 self._g,
                 self.remote,
