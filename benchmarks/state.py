@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
@@ -53,11 +54,14 @@ from firewall.timeutil import to_text
 
 RUNS_PER_DAY = 6
 DAYS = 365
-# An eval's line holds its newest RECENT_RUNS runs and up to ROLL_UP_EVERY - 1 more; the
-# push that would make it ROLL_UP_EVERY more rolls them up. The tips measured: the middle
-# of that cycle (a usual push), and its end (the next push rolls up: one in ten).
-MIDDLE = RECENT_RUNS + ROLL_UP_EVERY // 2
+# An eval's line holds its newest RECENT_RUNS runs and up to ROLL_UP_EVERY - 1 more, and
+# rolls them up at its turn, one push in ROLL_UP_EVERY, the evals' turns staggered by their
+# ids (firewall.store.recentfold). The tips measured: the steady state (each line at its
+# own place in the cycle: a push rolls up a tenth of the evals), and the branch as the
+# release before left it (every line FULL, no count of pushes: the first push after an
+# upgrade).
 FULL = RECENT_RUNS + ROLL_UP_EVERY - 1
+PUSHES = 4_000  # the steady tip's count of pushes so far: any number
 ENV = {
     **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -124,12 +128,13 @@ def build_origin(
     name: str = "origin.git",
     project: dict[str, str] | None = None,
     now: dt.datetime = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc),
-    held: int = MIDDLE,
+    held: int | None = None,
     watched: Collection[str] | None = None,
 ) -> Path:
     """A bare origin with a default branch (``project``'s files, else an empty config) and
     a state branch ``days`` old, as the firewall's pushes leave it: each eval's newest
-    ``held`` runs in recent.jsonl, the newest run's file, older runs rolled up by week,
+    ``held`` runs in recent.jsonl (without, each at its place in the roll-up cycle, as
+    ``PUSHES`` pushes leave it), the newest run's file, older runs rolled up by week,
     one parentless commit (the last push's, made by the firewall itself). Without
     ``history``, the origin has no state branch at all. With ``watched`` (the registry's
     evals), the last push cuts the status commit to them, as `firewall run` does."""
@@ -152,8 +157,23 @@ def build_origin(
 
     rng = random.Random(20261201)
     step = dt.timedelta(days=1) / runs_per_day
-    newest = [now - step * n for n in range(held - 1)][::-1]  # kept whole, and the push below
-    recent, _ = fold_recent(None, [r for at in newest for r in run_rows(evals, at, rng)])
+    # The runs each eval's line holds before the push below: ``held - 1`` each (that push
+    # makes ``held``), or, in the steady state, its runs since its last turn (the push
+    # below is number PUSHES - 1; recentfold._turn is the same hash).
+    if held is None:
+        counts = [RECENT_RUNS + (PUSHES - 2 + _turn(i)) % ROLL_UP_EVERY for i in range(evals)]
+    else:
+        counts = [held - 1] * evals
+    most = max(counts)
+    newest = [now - step * n for n in range(most)][::-1]  # kept whole, and the push below
+    per_run = [
+        [r for r, count in zip(run_rows(evals, at, rng), counts, strict=True) if n >= most - count]
+        for n, at in enumerate(newest)
+    ]
+    recent, _ = fold_recent(None, [r for rows in per_run for r in rows], keep=most, room=0)
+    # The count of pushes so far, or none: the release before did not count them.
+    pushes = f'"pushes":{PUSHES - 1},' if held is None else ""
+    recent = recent.replace('"pushes":1,', pushes, 1)
     # The weeks before them, one row per eval per week standing for its runs (the fold's
     # arithmetic, on one run a day: the numbers differ, the bytes per row do not).
     weeks: dict[str, list[HistoryRow]] = {}
@@ -194,6 +214,11 @@ def build_origin(
     writer.push(run_rows(evals, now + step, rng))
     git(origin, "gc", "--quiet", "--prune=now")
     return origin
+
+
+def _turn(i: int) -> int:
+    """The turn of eval ``i`` in the roll-up cycle, as ``recentfold._turn`` hashes its id."""
+    return zlib.crc32(f"suite/eval-{i:04d}".encode())
 
 
 def pack_bytes(clone: Path) -> int:
@@ -469,8 +494,14 @@ def print_ci_commands(evals: int, ci: dict[str, list[tuple[Measured, Measured]]]
         "|---|---:|---:|---:|"
     )
     tips = {
-        "middle": f"a usual push ({MIDDLE} runs an eval on the tip, the middle of the cycle)",
-        "full": f"the push that rolls up ({FULL} runs an eval: one push in {ROLL_UP_EVERY})",
+        "steady": (
+            f"a push ({RECENT_RUNS} to {FULL} runs an eval on the tip: it rolls up the "
+            f"evals whose turn it is, one in {ROLL_UP_EVERY})"
+        ),
+        "full": (
+            f"the first push after an upgrade ({FULL} runs every eval, as the release "
+            "before left the branch)"
+        ),
     }
     for command, label in (("run", "`firewall run`"), ("status", "`firewall status`")):
         for tip, what_tip in tips.items():
@@ -486,17 +517,6 @@ def print_ci_commands(evals: int, ci: dict[str, list[tuple[Measured, Measured]]]
                     f"| {label}, {what_tip}: {what} | {mine * scale:.2f} {unit} | "
                     f"{theirs * scale:.2f} {unit} | {ratio:.2f}x |"
                 )
-    for key, what in (("cpu", "CPU"), ("wall", "wall")):
-        # A cycle of ten pushes: nine usual ones and the one that rolls up, each against
-        # the baseline measured back to back with it.
-        usual = [w["run"][key] / wo["run"][key] for w, wo in ci["middle"]]
-        rolling = [w["run"][key] / wo["run"][key] for w, wo in ci["full"]]
-        cycle = statistics.median(usual) * (ROLL_UP_EVERY - 1) + statistics.median(rolling)
-        print(
-            f"| `firewall run` over a cycle of {ROLL_UP_EVERY} pushes ({ROLL_UP_EVERY - 1} "
-            f"usual, 1 rolling up): {what}, the mean of the ratios | | | "
-            f"{cycle / ROLL_UP_EVERY:.2f}x |"
-        )
 
 
 def clone_bytes(root: Path, origin: Path, name: str, *, mirror: bool = False) -> int:
@@ -533,7 +553,7 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
         quarantined = [f"suite/eval-{i:04d}" for i in range(QUARANTINED)]
         origin = build_origin(
             root, evals, runs_per_day, project=project, now=at, watched=quarantined
-        )
+        )  # the steady state
         full = build_origin(
             root,
             evals,
@@ -552,7 +572,7 @@ def year_of_state(evals: int, runs_per_day: int, repetitions: int) -> None:
         )
         built = state_refs(origin)
         with git_server(root) as server:
-            ci = ci_commands(root, {"middle": origin, "full": full}, stateless, repetitions, server)
+            ci = ci_commands(root, {"steady": origin, "full": full}, stateless, repetitions, server)
         set_state_refs(origin, built)
         pairs = []
         for n in range(repetitions):  # with and without state back to back, each repetition

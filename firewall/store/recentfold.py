@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -43,14 +44,32 @@ Fallen = dict[str, list[dict[str, Any]]]  # a week to the rolled-up rows falling
 
 
 class _Limits(NamedTuple):
-    """How many runs a line keeps when it rolls its oldest up, and the most it holds."""
+    """How many runs a line keeps, and when its oldest roll up: at its eval's turn, one push
+    in ``period``, the turns staggered by the evals' ids (``_turn``), so that each push
+    rolls up a ``period``-th of a suite's evals and no push rolls them all; and at any
+    push when the line would hold more than ``most`` (an eval run twice in a push, or a
+    line left over from a firewall that rolled every eval up at once)."""
 
     keep: int
-    most: int
+    period: int
+    push: int  # this push's number: the pushes folded into the file before it
 
-    def dropped(self, held: int) -> int:
-        """How many of ``held`` runs fall out of a line: none while they fit."""
-        return held - self.keep if held > self.most else 0
+    @property
+    def most(self) -> int:
+        return self.keep + 2 * self.period - 1
+
+    def dropped(self, eval_id: str, held: int) -> int:
+        """How many of ``held`` runs fall out of an eval's line: none while they fit."""
+        if held <= self.keep:
+            return 0
+        due = held > self.most or (_turn(eval_id) + self.push) % self.period == 0
+        return held - self.keep if due else 0
+
+
+def _turn(eval_id: str) -> int:
+    """An eval's place in the cycle of roll-ups: a hash of its id, the same in every process
+    (``hash`` is salted per process)."""
+    return zlib.crc32(eval_id.encode("utf-8", "surrogatepass"))
 
 
 _WeekSpan = tuple[str, range, str]  # a week, the runs of a line falling into it, the last's time
@@ -105,14 +124,15 @@ def fold_recent(
 ) -> tuple[str, Fallen]:
     """``recent.jsonl`` with ``rows`` added, and what falls out of it, rolled up (per week,
     one row per eval: ``firewall.store.rollups.rolled``): each eval keeps its newest
-    ``keep`` runs, and up to ``room`` more; a line that would hold more falls back to
-    ``keep`` (its oldest runs fall out together, in one push of ``room + 1``). Lines of
-    evals without new rows are kept as they are; a line that cannot be read is dropped
-    (its reader said so)."""
+    ``keep`` runs, and about ``room`` more; at its turn, one push in ``room + 1``, its
+    line falls back to ``keep`` (``_Limits``). Lines of evals without new rows are kept
+    as they are; a line that cannot be read is dropped (its reader said so)."""
     lines = iter_lines(text or "")  # each line decoded alone: no copy of the whole file
-    runs = runs_of(next(lines, ""), None)
+    header = next(lines, "")
+    runs = runs_of(header, None)
     new = _new_entries(rows, runs)
-    asked = _Asked(runs, _Limits(keep, keep + room))
+    push = _pushes(header)
+    asked = _Asked(runs, _Limits(keep, room + 1, push))
     folded: dict[str, _Folded] = {}
     for line in lines:
         named = line_eval(line)
@@ -134,7 +154,7 @@ def fold_recent(
     for _, _, out in folded.values():
         for week, document in out:
             fallen[week].append(document)
-    return _render_recent(runs, folded), dict(fallen)
+    return _render_recent(runs, folded, push + 1), dict(fallen)
 
 
 def _new_entries(
@@ -167,11 +187,21 @@ def _fold_line(
     return folded
 
 
-def _render_recent(runs: dict[str, dict[str, Any]], folded: dict[str, _Folded]) -> str:
-    """``recent.jsonl``: the header with the runs its lines name, then a line per eval."""
+def _pushes(header: str) -> int:
+    """The pushes folded into a recent file so far, as its header counts them (0 for a
+    file an older firewall wrote: it did not count)."""
+    data = parse_line(header, None) if header else None
+    count = data.get("pushes") if data is not None else None
+    return count if type(count) is int and count >= 0 else 0
+
+
+def _render_recent(runs: dict[str, dict[str, Any]], folded: dict[str, _Folded], pushes: int) -> str:
+    """``recent.jsonl``: the header with the pushes folded in and the runs its lines name,
+    then a line per eval."""
     named = {run_id for _, ids, _ in folded.values() for run_id in ids}
     header = {
         "schema_version": FORMAT_VERSION,
+        "pushes": pushes,
         "runs": {run_id: runs[run_id] for run_id in sorted(named) if run_id in runs},
     }
     body = [folded[eval_id][0] for eval_id in sorted(folded)]
@@ -194,7 +224,7 @@ def _fold_columns(
     if not asked.in_order(ids, named, entries):
         return None
     old = columns_of(data, ids)
-    drop = asked.limits.dropped(len(ids) + len(entries))
+    drop = asked.limits.dropped(eval_id, len(ids) + len(entries))
     fallen = _fallen(eval_id, old, asked.weeks(ids, drop))
     columns = _shifted(old, len(ids) - drop, drop, entries)
     _newest_only(columns)
@@ -274,7 +304,7 @@ def _fold(
     names, and the rows of the runs that fell out, oldest first."""
     by_run = {e["run_id"]: e for e in entries if e.get("run_id") in runs}
     ordered = sorted(by_run.values(), key=lambda e: (runs[e["run_id"]].get("build_ts", ""),))
-    drop = limits.dropped(len(ordered))
+    drop = limits.dropped(eval_id, len(ordered))
     fallen = _rolled_up(eval_id, ({**entry, **runs[entry["run_id"]]} for entry in ordered[:drop]))
     ordered = ordered[drop:]
     newest = next((e for e in reversed(ordered) if e.get("fingerprint")), None)
@@ -354,7 +384,7 @@ def _appended(
     named = [*ids, *(e.get("run_id") for e in entries)]
     if not asked.in_order(ids, named, entries):
         return None
-    change = _Change(values, entries, asked.limits.dropped(len(named)))
+    change = _Change(values, entries, asked.limits.dropped(eval_id, len(named)))
     pieces, at = [], 0
     try:
         for column, (comma, start, end) in spans.items():

@@ -39,20 +39,51 @@ def row(eval_id: str, at: int, **fields: object) -> HistoryRow:
     )
 
 
-def test_a_line_rolls_its_oldest_runs_up_together_once_it_would_hold_room_more() -> None:
+def test_each_line_rolls_its_oldest_runs_up_together_at_its_evals_turn() -> None:
+    """Each eval rolls up once in ``room + 1`` pushes, at its own turn: "e" and "g" (turns
+    0 and 1 of 3, from their ids) hold 3 to 5 runs each, and never roll up in one push."""
     text = ""
-    held, fell = [], []
+    held: dict[str, list[int]] = {"e": [], "g": []}
+    fell = []
     for n in range(9):
-        text, fallen = fold_recent(text, [row("e", n, median=n / 10)], keep=3, room=2)
-        held.append(len(recent_rows(text)["e"]))
+        rows = [row(e, n, median=n / 10) for e in "eg"]
+        text, fallen = fold_recent(text, rows, keep=3, room=2)
+        for e in held:
+            held[e].append(len(recent_rows(text)[e]))
         fell.append(
-            {week: [(r["n"], round(r["median"], 4)) for r in got] for week, got in fallen.items()}
+            {r["eval_id"]: (r["n"], round(r["median"], 4)) for got in fallen.values() for r in got}
         )
-    assert held == [1, 2, 3, 4, 5, 3, 4, 5, 3]
-    # the three oldest, rolled up into their week: n = 3 runs, the mean of their medians
-    week = "2026-W49"
-    assert fell == [{}, {}, {}, {}, {}, {week: [(3, 0.1)]}, {}, {}, {week: [(3, 0.4)]}]
-    assert [r.median for r in recent_rows(text)["e"]] == [0.6, 0.7, 0.8]
+    assert held == {"e": [1, 2, 3, 3, 4, 5, 3, 4, 5], "g": [1, 2, 3, 4, 5, 3, 4, 5, 3]}
+    # the oldest runs, rolled up into their week: n runs, the mean of their medians
+    assert fell == [
+        {},
+        {},
+        {},
+        {"e": (1, 0.0)},
+        {},
+        {"g": (3, 0.1)},
+        {"e": (3, 0.2)},
+        {},
+        {"g": (3, 0.4)},
+    ]
+    assert json.loads(text.partition("\n")[0])["pushes"] == 9
+
+
+def test_a_suite_rolls_up_a_tenth_of_its_evals_a_push_also_from_lines_all_alike() -> None:
+    """Lines that all hold as many runs (as a firewall that rolled every eval up at once left
+    them) spread out: no push rolls up more than a fifth of 500 evals, none holds more
+    than ``most``, and once spread each push rolls up about a tenth."""
+    evals = [f"suite/eval-{i:03d}" for i in range(500)]
+    text, _ = fold_recent(None, [row(e, n) for n in range(39) for e in evals], keep=39, room=0)
+    text = text.replace('"pushes":1,', "", 1)  # as the older firewall wrote it: no count
+    rolled, most = [], 0
+    for n in range(39, 69):
+        text, fallen = fold_recent(text, [row(e, n) for e in evals])
+        rolled.append(sum(len(got) for got in fallen.values()))
+        most = max(most, max(len(rows) for rows in recent_rows(text).values()))
+    assert max(rolled) <= 100 and most <= 49
+    assert all(30 <= count <= 70 for count in rolled[10:]), rolled
+    assert sum(rolled[10:]) == 500 * 2  # each eval rolled up once in each ten pushes
 
 
 def test_without_room_each_push_rolls_up_what_falls_past_keep() -> None:
@@ -121,7 +152,8 @@ def test_the_usual_line_is_appended_to_without_being_decoded(
 
     monkeypatch.setattr(recentfold, "parse_line", parse)
     text, fallen = fold_recent(text, [row(e, 2, fingerprint="f2") for e in "abc"])
-    assert decoded == [] and fallen == {}
+    assert [line for line in decoded if line.startswith(statefiles.LINE_START)] == []
+    assert fallen == {}
     kept = recent_rows(text)
     assert [[r.fingerprint for r in kept[e]] for e in "abc"] == [[None, None, "f2"]] * 3
 
