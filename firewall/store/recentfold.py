@@ -2,7 +2,7 @@
 
 Every push of a run changes the line of every eval it ran: 5,000 lines at 5,000
 evals, about fifteen megabytes. So the usual line, whose runs the new ones come
-after, is changed on its text (``_appended``): each column's new values are written
+after, is changed on its text (``firewall.store.recenttext``): each column's new values are written
 after its old ones, which are neither built into entries nor written again (a column
 of numbers is not even decoded); in the push that rolls up (one in ``ROLL_UP_EVERY``)
 its oldest values are cut off the front of each column too, and rolled up straight
@@ -15,31 +15,25 @@ same bytes for a line this module wrote.
 from __future__ import annotations
 
 import json
-import math
-import re
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from firewall.constants import RECENT_RUNS, ROLL_UP_EVERY
 from firewall.store.history import HistoryRow
 from firewall.store.recent import COLUMNS, HEADER_FIELDS, NEWEST_ONLY, columns_of, runs_of
-from firewall.store.rollups import rolled, rolled_span, week_or_none
+from firewall.store.recenttext import Folded, Rolled, WeekSpan, appended, fallen_rows
+from firewall.store.rollups import rolled, week_or_none
 from firewall.store.statefiles import (
     EMPTY,
     FORMAT_VERSION,
-    LINE_START,
-    MAX_LINE,
     iter_lines,
     line_eval,
     parse_line,
     short_fields,
 )
 
-# What falls out of a line: per week its runs fall into, their rolled-up row (as fields).
-_Rolled = tuple[str, dict[str, Any]]
-_Folded = tuple[str, list[str], list[_Rolled]]  # an eval's line, the runs it names, the fallen
 Fallen = dict[str, list[dict[str, Any]]]  # a week to the rolled-up rows falling into it
 
 
@@ -72,9 +66,6 @@ def _turn(eval_id: str) -> int:
     return zlib.crc32(eval_id.encode("utf-8", "surrogatepass"))
 
 
-_WeekSpan = tuple[str, range, str]  # a week, the runs of a line falling into it, the last's time
-
-
 class _Asked:
     """What a fold asks of the runs its lines name, asked once for each list of runs: most
     lines name the same, 5,000 of them at 5,000 evals."""
@@ -82,7 +73,7 @@ class _Asked:
     def __init__(self, runs: dict[str, dict[str, Any]], limits: _Limits):
         self.runs, self.limits = runs, limits
         self._order: dict[tuple[str, ...], bool] = {}
-        self._weeks: dict[tuple[str, ...], list[_WeekSpan]] = {}
+        self._weeks: dict[tuple[str, ...], list[WeekSpan]] = {}
 
     def in_order(self, ids: list[Any], named: list[Any], entries: list[dict[str, Any]]) -> bool:
         """``_come_after`` for a line's runs (``ids``) and the new ones (``named``: both)."""
@@ -96,13 +87,13 @@ class _Asked:
         self._order[tuple(named)] = fine and _come_after(ids, entries, self.runs, self.limits.keep)
         return self._order[tuple(named)]
 
-    def weeks(self, ids: list[str], drop: int) -> list[_WeekSpan]:
+    def weeks(self, ids: list[str], drop: int) -> list[WeekSpan]:
         """The weeks a line's oldest ``drop`` runs (in time order) fall into, each with its
         runs and the last one's time; a run of no time (garbage on the branch) is left out."""
         key = tuple(ids[:drop])
         if key not in self._weeks:
             stamps = [self.runs.get(run_id, {}).get("build_ts") for run_id in key]
-            spans: list[_WeekSpan] = []
+            spans: list[WeekSpan] = []
             at = 0
             while at < drop:
                 week, end = week_or_none(stamps[at]), at + 1
@@ -133,13 +124,13 @@ def fold_recent(
     new = _new_entries(rows, runs)
     push = _pushes(header)
     asked = _Asked(runs, _Limits(keep, room + 1, push))
-    folded: dict[str, _Folded] = {}
+    folded: dict[str, Folded] = {}
     for line in lines:
         named = line_eval(line)
         if named is not None and named in new and named not in folded:
-            appended = _appended(named, line, new[named], asked)
-            if appended is not None:
-                folded[named] = appended
+            on_text = appended(named, line, new[named], asked)
+            if on_text is not None:
+                folded[named] = on_text
                 del new[named]
                 continue
         data = parse_line(line, None)
@@ -176,7 +167,7 @@ def _fold_line(
     data: dict[str, Any],
     entries: list[dict[str, Any]] | None,
     asked: _Asked,
-) -> _Folded:
+) -> Folded:
     """One eval's line with its new entries folded in; without any, the line as it is."""
     if entries is None:
         ids = data.get("run_id")
@@ -195,7 +186,7 @@ def _pushes(header: str) -> int:
     return count if type(count) is int and count >= 0 else 0
 
 
-def _render_recent(runs: dict[str, dict[str, Any]], folded: dict[str, _Folded], pushes: int) -> str:
+def _render_recent(runs: dict[str, dict[str, Any]], folded: dict[str, Folded], pushes: int) -> str:
     """``recent.jsonl``: the header with the pushes folded in and the runs its lines name,
     then a line per eval."""
     named = {run_id for _, ids, _ in folded.values() for run_id in ids}
@@ -213,7 +204,7 @@ def _fold_columns(
     data: dict[str, Any],
     entries: list[dict[str, Any]],
     asked: _Asked,
-) -> _Folded | None:
+) -> Folded | None:
     """``_fold`` of the usual case, column by column, with no entry built but the fallen
     ones': the line's runs are known and in time order, and the new runs come after them.
     None when that is not so (then ``_fold`` sorts it out entry by entry)."""
@@ -225,7 +216,7 @@ def _fold_columns(
         return None
     old = columns_of(data, ids)
     drop = asked.limits.dropped(eval_id, len(ids) + len(entries))
-    fallen = _fallen(eval_id, old, asked.weeks(ids, drop))
+    fallen = fallen_rows(eval_id, old, asked.weeks(ids, drop))
     columns = _shifted(old, len(ids) - drop, drop, entries)
     _newest_only(columns)
     return _render_line(eval_id, columns), columns["run_id"], fallen
@@ -248,13 +239,7 @@ def _come_after(
     return stamps == sorted(stamps) and len(set(named)) == len(named)
 
 
-def _fallen(eval_id: str, old: Mapping[str, list[Any]], weeks: list[_WeekSpan]) -> list[_Rolled]:
-    """A line's oldest runs rolled up, a row per week they fall into (``weeks``:
-    ``_Asked.weeks``)."""
-    return [(week, rolled_span(eval_id, week, old, span, last)) for week, span, last in weeks]
-
-
-def _rolled_up(eval_id: str, dropped: Iterable[dict[str, Any]]) -> list[_Rolled]:
+def _rolled_up(eval_id: str, dropped: Iterable[dict[str, Any]]) -> list[Rolled]:
     """One eval's runs that fall out of its line (a run's fields each), rolled up by week;
     a run of no time (garbage on the branch) is left out."""
     weeks: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -299,7 +284,7 @@ def _render_line(eval_id: str, columns: Mapping[str, list[Any]]) -> str:
 
 def _fold(
     eval_id: str, entries: list[dict[str, Any]], runs: dict[str, dict[str, Any]], limits: _Limits
-) -> _Folded:
+) -> Folded:
     """One eval's line from its runs' entries (one per run, the newest kept), the runs it
     names, and the rows of the runs that fell out, oldest first."""
     by_run = {e["run_id"]: e for e in entries if e.get("run_id") in runs}
@@ -326,243 +311,3 @@ def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:
         for i, run_id in enumerate(ids)
         if isinstance(run_id, str)
     ]
-
-
-# --- the usual case, on the line's text -------------------------------------------------
-
-# A value decoded where it stands, and where it ends: json's own scanner, which its
-# decoder calls for each value (typeshed does not declare it).
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_Span = tuple[int, int, int]  # a column's comma before its key, its list's start and end
-# The columns of numbers alone. Their text is passed over, not decoded: a float made for
-# each of 35 runs of ten columns of 5,000 lines was most of a push's fold. A roll-up
-# decodes what it reads of them (``_Flat``).
-_NUMERIC = frozenset(
-    {"k", "median", "iqr", "mean", "sd", "n", "pass_rate", "trials", "seconds", "cost_usd"}
-)
-_FLAT = re.compile(r"\[[-+.0-9eEnulNaIfity,]*\]")  # no string, list or map: commas split values
-
-
-class _Garbled(ValueError):
-    """A column passed over as numbers is not JSON: the line is folded whole (and dropped)."""
-
-
-class _Flat:
-    """A column of numbers as its line holds it, decoded only as far as it is read."""
-
-    __slots__ = ("count", "text")
-
-    def __init__(self, text: str):
-        self.text = text
-        self.count = text.count(",") + 1 if len(text) > 2 else 0
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, at: int | slice) -> Any:
-        tokens = self.text[1:-1].split(",")
-        try:
-            if isinstance(at, slice):
-                return json.loads(f"[{','.join(tokens[at])}]")
-            return json.loads(tokens[at])
-        except (ValueError, IndexError):
-            raise _Garbled(self.text[:80]) from None
-
-
-def _appended(
-    eval_id: str, line: str, entries: list[dict[str, Any]], asked: _Asked
-) -> _Folded | None:
-    """``_fold_columns`` of the usual case on the line's text: the new runs come after the
-    line's, so each column's new values are written after its old ones, and the oldest
-    that fall out are cut off the front of its text. None when the line is not as
-    ``_render_line`` writes it or a column is new to it (then the line is folded whole)."""
-    read = _as_written(line, entries)
-    if read is None:
-        return None
-    values, spans = read
-    ids = values["run_id"]
-    named = [*ids, *(e.get("run_id") for e in entries)]
-    if not asked.in_order(ids, named, entries):
-        return None
-    change = _Change(values, entries, asked.limits.dropped(eval_id, len(named)))
-    pieces, at = [], 0
-    try:
-        for column, (comma, start, end) in spans.items():
-            text = change.column(column, line[start:end])
-            pieces.append(line[at:comma])
-            if text is not None:  # None: a column left with no value is left out
-                pieces += [line[comma:start], text]
-            at = end
-        fallen = _fallen(eval_id, values, asked.weeks(ids, change.drop))
-    except _Garbled:
-        return None
-    pieces.append(line[at:])
-    return "".join(pieces), named[change.drop :], fallen
-
-
-def _as_written(
-    line: str, entries: list[dict[str, Any]]
-) -> tuple[dict[str, Any], dict[str, _Span]] | None:
-    """A line's columns and their places, when it is as ``_render_line`` writes it (each
-    column a value per run, one fingerprint at most) and holds every column the new
-    entries have; else None."""
-    read = _columns_in(line)
-    if read is None:
-        return None
-    values, spans = read
-    ids = values.get("run_id")
-    if not isinstance(ids, list) or not ids:
-        return None
-    if any(type(v) not in _COLUMN_TYPES or len(v) != len(ids) for v in values.values()):
-        return None
-    if any(c not in spans for entry in entries for c in entry):
-        return None
-    marked = values.get("fingerprint", [])
-    if len(marked) - marked.count(None) > 1:  # more than the newest: not as written
-        return None
-    return values, spans
-
-
-class _Change:
-    """What a line's columns become: ``drop`` oldest values off, the entries' on."""
-
-    def __init__(self, values: dict[str, Any], entries: list[dict[str, Any]], drop: int):
-        self.values, self.entries, self.drop = values, entries, drop
-        self.held = len(values["run_id"])
-        self.newest = _newest_marked(entries)
-        self.marked = values.get("fingerprint") or [None] * self.held
-
-    def column(self, column: str, text: str) -> str | None:
-        """The column's new text, from its old ``text``; None when it is left empty."""
-        old, entries, drop = self.values[column], self.entries, self.drop
-        if column in NEWEST_ONLY:
-            return self._newest_only(column, text)
-        if drop:
-            return _cut_column(text[1:-1], old, drop, entries, column)
-        return f"{text[:-1]},{','.join([_text(entry.get(column)) for entry in entries])}]"
-
-    def _newest_only(self, column: str, text: str) -> str | None:
-        """A ``NEWEST_ONLY`` column: the newest fingerprinted run's value alone."""
-        entries, newest = self.entries, self.newest
-        if newest is not None:  # the new value replaces the old
-            value = entries[newest].get(column)
-            if value in EMPTY:
-                return None
-            after = ",null" * (len(entries) - newest - 1)
-            return f"[{'null,' * (self.held - self.drop + newest)}{_text(value)}{after}]"
-        if not self.drop:  # the line's newest value stays the newest
-            return f"{text[:-1]}{',null' * len(entries)}]"
-        return self._kept_newest(column, text)
-
-    def _kept_newest(self, column: str, text: str) -> str | None:
-        """A ``NEWEST_ONLY`` column whose newest value is the line's, its oldest cut off: the
-        value's text moved to its new place (a line as written holds no other value), or
-        None when it falls out too."""
-        drop, held, added = self.drop, self.held, len(self.entries)
-        at = _last_marked(self.marked, drop)
-        if at is None or self.values[column][at] in EMPTY:
-            return None
-        before, after = "[" + "null," * at, ",null" * (held - at - 1) + "]"
-        if not (text.startswith(before) and text.endswith(after)):  # not as written
-            kept = [*self.values[column][drop:], *(e.get(column) for e in self.entries)]
-            marks = [*self.marked[drop:], *(e.get("fingerprint") for e in self.entries)]
-            return _newest_column(kept, marks)
-        value = text[len(before) : len(text) - len(after)]
-        return f"[{'null,' * (at - drop)}{value}{',null' * (held - at - 1 + added)}]"
-
-
-def _holds_value(values: list[Any]) -> bool:
-    """Whether any of ``values`` is not empty (``_render_line`` leaves a column without)."""
-    return any(v is not None and v not in EMPTY for v in values)
-
-
-def _newest_column(merged: list[Any], marks: list[Any]) -> str | None:
-    """A ``NEWEST_ONLY`` column's text: the value of the newest run with a fingerprint
-    (``marks``), the others null; None when that leaves it no value (``_newest_only``)."""
-    newest = next((i for i in range(len(marks) - 1, -1, -1) if marks[i] not in EMPTY), None)
-    kept = [v if i == newest else None for i, v in enumerate(merged)]
-    if all(v is None or v in EMPTY for v in kept):
-        return None
-    return json.dumps(kept, separators=(",", ":"), ensure_ascii=False)
-
-
-def _cut_column(
-    inner: str, old: list[Any], drop: int, entries: list[dict[str, Any]], column: str
-) -> str | None:
-    """A column's text without its oldest ``drop`` values and with the new entries'; None
-    when no value is left in it. The old values' text is cut at a comma where every comma
-    separates two values (as many commas as values, less one); else written again."""
-    news = [entry.get(column) for entry in entries]
-    if not _holds_value(news) and not _holds_value(old[drop:]):
-        return None
-    if drop >= len(old):
-        left = ""
-    elif inner.count(",") == len(old) - 1:
-        left = inner.split(",", drop)[drop]
-    else:
-        left = json.dumps(old[drop:], separators=(",", ":"), ensure_ascii=False)[1:-1]
-    added = ",".join([_text(value) for value in news])
-    return f"[{left},{added}]" if left else f"[{added}]"
-
-
-def _columns_in(line: str) -> tuple[dict[str, Any], dict[str, _Span]] | None:
-    """A line's columns and where each stands, read as ``_render_line`` writes a line (no
-    space, the eval first, each key once); None for any other line."""
-    if len(line) > MAX_LINE or not line.startswith(LINE_START) or not line.endswith("}"):
-        return None
-    values: dict[str, Any] = {}
-    spans: dict[str, _Span] = {}
-    try:
-        _, at = _SCAN(line, len(LINE_START))
-        while line.startswith(',"', at):
-            column, after = _SCAN(line, at + 1)
-            if column not in COLUMNS or column in values or line[after] != ":":
-                return None
-            if column in _NUMERIC and (flat := _FLAT.match(line, after + 1)) is not None:
-                end = flat.end()
-                values[column] = _Flat(line[after + 1 : end])
-            else:
-                values[column], end = _SCAN(line, after + 1)
-            spans[column] = (at, after + 1, end)
-            at = end
-    except (StopIteration, ValueError, RecursionError, IndexError):
-        return None
-    return (values, spans) if at == len(line) - 1 else None
-
-
-def _last_marked(marked: list[Any], start: int) -> int | None:
-    """The index of a line's newest run with a fingerprint (``marked``: its fingerprints),
-    from ``start`` on; None when none has one."""
-    for i in range(len(marked) - 1, start - 1, -1):
-        if marked[i] not in EMPTY:
-            return i
-    return None
-
-
-_COLUMN_TYPES = (list, _Flat)
-
-
-def _newest_marked(entries: list[dict[str, Any]]) -> int | None:
-    """The newest of the new entries with a fingerprint: its ``NEWEST_ONLY`` values replace
-    the line's (``_newest_only``); None when none has one (the line's stay)."""
-    for i in range(len(entries) - 1, -1, -1):
-        if entries[i].get("fingerprint") not in EMPTY:
-            return i
-    return None
-
-
-def _plain(text: str) -> bool:
-    """Whether json.dumps writes a printable ASCII string as it is: nothing to escape."""
-    return '"' not in text and "\\" not in text
-
-
-def _text(value: Any) -> str:
-    """A value as ``_render_line``'s ``json.dumps`` writes it, the common ones directly."""
-    kind = type(value)
-    if value is None:
-        return "null"
-    if (kind is float and math.isfinite(value)) or kind is int:
-        return repr(value)
-    if kind is str and value.isascii() and value.isprintable() and _plain(value):
-        return f'"{value}"'
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

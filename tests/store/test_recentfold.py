@@ -94,7 +94,7 @@ def test_without_room_each_push_rolls_up_what_falls_past_keep() -> None:
 
 
 def decoded_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(recentfold, "_appended", lambda *args: None)
+    monkeypatch.setattr(recentfold, "appended", lambda *args: None)
 
 
 # Values a row can hold, the awkward ones included: quotes, backslashes, non-ASCII and
