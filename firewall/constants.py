@@ -41,9 +41,11 @@ how often CI runs."""
 
 ROLL_UP_EVERY = 10
 """An eval's line in ``recent.jsonl`` holds up to ``ROLL_UP_EVERY - 1`` runs more than
-``RECENT_RUNS``; the push that would make it ``ROLL_UP_EVERY`` more rolls the oldest
-ones up at once. So of a suite whose evals all run each time, one push in ten fetches
-and rewrites a rolled-up week (5,000 lines at 5,000 evals), not every push."""
+``RECENT_RUNS``, and at the eval's turn, one push in ``ROLL_UP_EVERY``, the oldest roll
+up together. The turns are staggered by the evals' ids, so a suite whose evals all run
+each time rolls up a tenth of them at every push: the cost of a roll-up (cutting 5,000
+lines' oldest values, merging them into their week) is spread over every push, and no
+push pays it alone (``firewall.store.recentfold``)."""
 
 BASELINE_WINDOW = dt.timedelta(days=30)
 """How far back the default branch's runs are read for a comparison (the regression

@@ -9,9 +9,9 @@ workflow step is needed and the work tree is never touched.
 
 The tip holds what CI commands read, and no more: ``recent.jsonl``, each
 eval's newest ``RECENT_RUNS`` runs (and up to ``ROLL_UP_EVERY - 1`` more; one
-line per eval), and the newest run's own file. Older runs are rolled up, ten at
-a time, one row per eval per week, and each week is a ref of its own that no
-clone fetches
+line per eval), and the newest run's own file. Older runs are rolled up, at each
+eval's turn (one push in ten, a tenth of the evals at each push), one row per eval
+per week, and each week is a ref of its own that no clone fetches
 (``firewall.store.weeks``): only a reader that asks for older weeks than the
 tip keeps (`firewall calibrate`, `status --days` beyond two weeks) fetches
 them, by name. So a CI command's fetch costs the same in a repository's first

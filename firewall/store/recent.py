@@ -3,7 +3,8 @@
     recent.jsonl                                   each eval's newest runs, one line per eval
 
 ``recent.jsonl`` says each run's fields once, in its header (``runs``: run id
-to mode, time, commit, ref), and gives each eval one line whose fields are
+to mode, time, commit, ref; and ``pushes``, the count of pushes folded in, which
+sets each eval's turn to roll up), and gives each eval one line whose fields are
 columns, one value per run, oldest first: what every CI command reads (trends,
 baselines, the comment's statuses) is there, and a reader that wants a few
 evals skips the other lines unparsed. Values are kept as a run file keeps them
