@@ -92,21 +92,37 @@ def fold_week(week: str, texts: Sequence[str], rolled: Iterable[Mapping[str, Any
     older tip's) with the ``rolled`` rows merged in (``rolled``'s: each one eval's runs of
     the week that fell out of the recent file), as ``render_rollup`` renders them.
 
-    A push that rolls up folds 5,000 evals' rows into their week at 5,000 evals: so the
-    rows are merged as the lines' own fields, with no row built but for a line that is
-    not as this module writes it. What cannot be read is dropped (its reader said so).
+    Every push folds rows into a week: the tenth of a suite's evals whose turn it is,
+    into a week of 5,000 lines at 5,000 evals. So the line of an eval none of whose
+    runs fell out is kept as it is, once it is read as a row of the types this module
+    writes; the others are merged as their own fields, with no row built but for a line
+    that is not as this module writes it. What cannot be read is dropped (its reader
+    said so).
     """
+    folding = [dict(row) for row in rolled]
+    touched = {row["eval_id"] for row in folding}
+    kept: dict[str, str] = {}  # an eval's line as it is
     merged: dict[str, dict[str, Any]] = {}
     for text in texts:
         lines = iter_lines(text)
         next(lines, None)
         for line in lines:
-            if (document := _rollup_document(line)) is not None:
+            data = parse_line(line, None)
+            if data is None:
+                continue
+            eval_id = data["eval_id"] if _plain(data) else None
+            if eval_id is not None and eval_id not in touched and eval_id not in merged:
+                if eval_id not in kept:
+                    kept[eval_id] = line
+                    continue
+                _fold_document(merged, json.loads(kept.pop(eval_id)))  # an eval twice
+            if (document := _rollup_document(data)) is not None:
                 _fold_document(merged, document)
-    for row in rolled:
-        _fold_document(merged, dict(row))
+    for row in folding:
+        _fold_document(merged, row)
     header = json.dumps({"schema_version": FORMAT_VERSION, "week": week}, separators=(",", ":"))
-    body = [_render_document(document) for _, document in sorted(merged.items())]
+    rendered = ((eval_id, _render_document(document)) for eval_id, document in merged.items())
+    body = [line for _, line in sorted([*kept.items(), *rendered])]
     return "\n".join([header, *body]) + "\n"
 
 
@@ -194,13 +210,19 @@ def _number(value: object) -> float | None:
     return float(value)
 
 
-def _rollup_document(line: str) -> dict[str, Any] | None:
-    """A rollup line's fields, checked as ``HistoryRow.from_json`` checks them; a line of
-    other types is read through a row (and one that is no row is None)."""
-    data = parse_line(line, None)
-    if data is None:
-        return None
-    plain = (
+def _rollup_document(data: dict[str, Any]) -> dict[str, Any] | None:
+    """A rollup line's fields, as they are when ``_plain``; a line of other types is read
+    through a row (and one that is no row is None)."""
+    if _plain(data):
+        return data
+    row = to_row(data, None)
+    return None if row is None else short_fields(row)
+
+
+def _plain(data: dict[str, Any]) -> bool:
+    """Whether a rollup line's fields are of the types this module writes, checked as
+    ``HistoryRow.from_json`` checks them."""
+    return (
         isinstance(data.get("eval_id"), str)
         and isinstance(data.get("build_ts"), str)
         and all(_is_count(data.get(name)) for name in ("n", "k", "trials"))
@@ -208,10 +230,6 @@ def _rollup_document(line: str) -> dict[str, Any] | None:
         and set(data) <= _ROLLUP_FIELDS
         and all(isinstance(data.get(name, ""), str) for name in ("run_id", "mode", "status"))
     )
-    if plain:
-        return data
-    row = to_row(data, None)
-    return None if row is None else short_fields(row)
 
 
 def _is_number(value: object) -> bool:
