@@ -48,10 +48,10 @@ from firewall.store import statusref
 from firewall.store import weeks as week_refs
 from firewall.store.git import Git, StateError, last_line, push_auth
 from firewall.store.history import HistoryRow, RunSummary
-from firewall.store.recent import RECENT, recent_medians, recent_rows, recent_run_ids
-from firewall.store.recentfold import Fallen, fold_recent
-from firewall.store.rollups import fold_week, parse_rollup
-from firewall.store.statefiles import parse_file, run_file, run_summary
+from firewall.store.recent import RECENT, recent_medians, recent_rows, recent_run_ids, runs_of
+from firewall.store.recentfold import Fallen, fold_recent, turn_comes
+from firewall.store.rollups import fold_week, parse_rollup, week_or_none
+from firewall.store.statefiles import iter_lines, parse_file, run_file, run_summary
 from firewall.store.statepush import lost_a_race, push_tip, refused, write_blob, write_tree
 from firewall.store.statusref import STATUS, StatusRead, status_text
 from firewall.store.weeks import last_day, path_of, week_of_path
@@ -315,15 +315,20 @@ class GitState:
             for name, update in (updates or {}).items():
                 changes[name] = update(self._text(self._tip, name))
             fallen: Fallen = {}
-            with _uncollected():
-                if rows:
-                    folded, fallen = self._folded(self._tip, rows, keep_runs, room)
-                    changes.update(folded)
-                targets, leaving = self._weeks_changed(self._tip, fallen)
-            changes.update(leaving)
-            with ThreadPoolExecutor(1) as pool:  # git writes the tree while the weeks are folded
+            with ThreadPoolExecutor(2) as pool:
+                # The weeks this push will likely roll into are fetched while the run is
+                # folded in, and git writes the tree while the weeks are folded.
+                ahead = self._weeks_ahead(self._tip, rows, keep_runs, room)
+                early = pool.submit(self._old_weeks, ahead)
+                with _uncollected():
+                    if rows:
+                        folded, fallen = self._folded(self._tip, rows, keep_runs, room)
+                        changes.update(folded)
+                    targets, leaving = self._weeks_changed(self._tip, fallen)
+                changes.update(leaving)
                 writing = pool.submit(write_tree, self._g, self._tip, changes)
-                archived = self._archived(self._tip, fallen, targets, self._old_weeks(targets))
+                old = {**early.result(), **self._old_weeks(targets - ahead)}
+                archived = self._archived(self._tip, fallen, targets, old)
                 tree = writing.result()
             commit, pushed = push_tip(
                 self._g,
@@ -494,6 +499,22 @@ class GitState:
         on_tip = sorted(week for _, name in self._listing(tip) if (week := week_of_path(name)))
         targets = set(fallen) | set(on_tip[:MIGRATE_WEEKS])
         return targets, {path_of(week): None for week in targets if week in on_tip}
+
+    def _weeks_ahead(
+        self, tip: str | None, rows: Sequence[HistoryRow], keep: int, room: int
+    ) -> set[str]:
+        """The weeks a push's fallen runs will likely fall into, known before the fold: when
+        it is some eval's turn to roll up, those of the recent file's runs but the newest
+        ``keep - 1`` (one new run a line, the line cut back to ``keep``). A week it misses
+        is fetched after the fold."""
+        if tip is None or not rows:
+            return set()
+        header = next(iter_lines(self._recent_text(tip)), "")
+        if not turn_comes(header, {row.eval_id for row in rows}, room):
+            return set()
+        runs = runs_of(header, None)
+        stamps = sorted(str(run.get("build_ts", "")) for run in runs.values())
+        return {week for stamp in stamps[: len(stamps) - keep + 1] if (week := week_or_none(stamp))}
 
     def _old_weeks(self, weeks: set[str]) -> dict[str, str]:
         """The remote's commits of ``weeks``, fetched (``firewall.store.weeks.fetch``)."""

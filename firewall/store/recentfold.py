@@ -178,6 +178,14 @@ def _fold_line(
     return folded
 
 
+def turn_comes(header: str, eval_ids: Iterable[str], room: int = ROLL_UP_EVERY - 1) -> bool:
+    """Whether folding ``eval_ids`` into a recent file with this ``header`` is some eval's
+    turn to roll up: known before the fold, so that its weeks can be fetched beside it
+    (a guess: a line may hold too few runs yet to roll any up)."""
+    push = _pushes(header)
+    return any((_turn(eval_id) + push) % (room + 1) == 0 for eval_id in eval_ids)
+
+
 def _pushes(header: str) -> int:
     """The pushes folded into a recent file so far, as its header counts them (0 for a
     file an older firewall wrote: it did not count)."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gitrepos import GIT_ENV, branch_files, fresh_clone, git, make_origin
@@ -773,3 +775,47 @@ def test_weeks_between_crosses_a_year() -> None:
     ]
     assert weeks_between("2026-12-28", "2027-01-11") == ["2026-W53", "2027-W01", "2027-W02"]
     assert weeks_between("2026-12-01", "2026-12-01") == ["2026-W49"]
+
+
+def test_the_weeks_a_push_rolls_into_are_fetched_while_it_folds(
+    origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The weeks of the runs that can fall out are asked for before the fold, beside it: a
+    push that rolls up makes one round trip for its weeks, and the fold does not wait for
+    it (a fold that rolls up finds its weeks asked for before it ends)."""
+    from firewall.store import gitstate, weeks
+    from firewall.store.recentfold import fold_recent
+
+    state = state_in(origin, tmp_path / "job")
+    for day in range(RECENT_RUNS + ROLL_UP_EVERY, 0, -1):
+        state.push(rows(f"d{day}", days_ago=day))
+    asked: list[set[str]] = []
+    called = threading.Event()
+    fetch = weeks.fetch
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, str]:
+        asked.append(set(args[3]))
+        called.set()
+        return fetch(*args, **kwargs)
+
+    rolling: list[int] = []
+
+    def folding(*args: Any, **kwargs: Any) -> Any:
+        folded = fold_recent(*args, **kwargs)
+        if folded[1]:  # it rolls up: its weeks are being fetched already
+            rolling.append(len(asked))
+            assert called.wait(10), "the weeks were asked for only after the fold"
+        return folded
+
+    monkeypatch.setattr(weeks, "fetch", counted)
+    monkeypatch.setattr(gitstate, "fold_recent", folding)
+    per_push = []
+    for n in range(ROLL_UP_EVERY):
+        asked.clear()
+        called.clear()
+        state.push(rows(f"n{n}", days_ago=-n / 100))
+        per_push.append(len(asked))
+    assert max(per_push) == 1, per_push  # one round trip for the weeks, at most
+    # Each of the 3 evals rolled up at its turn, and a push that is no eval's turn
+    # fetched no week.
+    assert 1 <= len(rolling) <= 3 and per_push.count(1) == len(rolling), per_push
