@@ -1,15 +1,13 @@
 """Writing ``recent.jsonl`` (``firewall.store.recent``): a push folds its run into it.
 
 Every push of a run changes the line of every eval it ran: 5,000 lines at 5,000
-evals, about fifteen megabytes. So the usual line, whose runs the new ones come
-after, is changed on its text (``firewall.store.recenttext``): each column's new values are written
-after its old ones, which are neither built into entries nor written again (a column
-of numbers is not even decoded); in the push that rolls up (one in ``ROLL_UP_EVERY``)
-its oldest values are cut off the front of each column too, and rolled up straight
-from the columns, decoding only the values that fall out. Any other line (a
-column new to it, runs out of order, a line not as written) is decoded and folded
-entry by entry, and written whole (``_fold_columns``, ``_fold``); the two give the
-same bytes for a line this module wrote.
+evals, about fifteen megabytes. Each eval's line rolls its oldest runs up at the
+eval's turn, one push in ``ROLL_UP_EVERY``, the turns staggered by the evals' ids
+(``_Limits``), so that each push rolls up a tenth of a suite. The usual line, whose
+runs the new ones come after, is changed on its text (``firewall.store.recenttext``);
+any other line (a column new to it, runs out of order, a line not as written) is
+decoded and folded entry by entry, and written whole (``_fold_columns``, ``_fold``);
+the two give the same bytes for a line this module wrote.
 """
 
 from __future__ import annotations
