@@ -14,7 +14,7 @@ evals skips the other lines unparsed. Values are kept as a run file keeps them
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from firewall.store.history import HistoryRow
@@ -56,7 +56,6 @@ COLUMNS = (
 # What an affected-only run compares with (firewall.pipeline.affected): the newest
 # fingerprinted run's alone, so that an eval's line does not hold thirty maps of files.
 NEWEST_ONLY = ("fingerprint", "inputs")
-_STRING = json.JSONDecoder()  # decodes a column where its key stands
 
 
 def recent_rows(
@@ -144,61 +143,103 @@ def recent_medians(
     built (a run's summary draws one for every eval)."""
     lines = iter_lines(text)
     runs = runs_of(next(lines, ""), skipped)
-    stamps = {run_id: run.get("build_ts", "") for run_id, run in runs.items()}
+    drawn = _Drawn({run_id: run.get("build_ts", "") for run_id, run in runs.items()}, since, last)
     wanted = set(eval_ids)
     found: dict[str, list[float | None]] = {}
     for line in lines:
-        read = _columns_read(line, wanted, ("run_id", "median"))
-        if read is None and (read := _wanted_line(line, wanted, skipped)) is None:
+        read = _two_columns(line, wanted)
+        places = drawn.of_text(read[1]) if read is not None else None
+        medians: Any
+        if read is not None and places is not None:
+            eval_id, medians = read[0], read[2]
+        elif (whole := _wanted_line(line, wanted, skipped)) is not None:
+            eval_id, data = whole
+            ids, medians = data.get("run_id"), data.get("median")
+            places = drawn.of(ids) if isinstance(ids, list) else (0, [])
+        else:
             continue
-        eval_id, data = read
-        if eval_id in found:
-            continue
-        ids, medians = data.get("run_id"), data.get("median")
-        if not isinstance(ids, list):
-            found[eval_id] = []
-            continue
-        if not isinstance(medians, list) or len(medians) != len(ids):
-            medians = [None] * len(ids)
-        points: list[float | None] = []
-        for i in range(len(ids) - 1, -1, -1):
-            stamp = stamps.get(ids[i]) if isinstance(ids[i], str) else None
-            if stamp is None:
-                continue
-            if stamp < since or len(points) >= last:
-                break
-            value = medians[i]
-            number = (
-                value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-            )
-            points.append(None if number is None else float(number))
-        found[eval_id] = points[::-1]
+        if eval_id not in found:
+            found[eval_id] = _points(places, medians)
     return found
 
 
-def _columns_read(
-    line: str, wanted: set[str], columns: Sequence[str]
-) -> tuple[str, dict[str, Any]] | None:
-    """A wanted eval's line of ``recent.jsonl`` with only ``columns`` decoded, each from where
-    its key stands (``"median":[``), the rest of the line passed over: a sparkline of every
-    eval reads two columns of fifteen. None when the line is not as ``_render_line`` writes
-    it, or of an eval not wanted (then the caller reads it whole, and says what is wrong).
+Places = tuple[int, list[int]]  # a line's count of runs, and the places of those drawn
+
+
+class _Drawn:
+    """Which of a line's runs a sparkline draws: the newest ``last`` of those built at
+    ``since`` or later. Asked once for each list of runs: most lines of a suite hold the
+    same (5,000 of them at 5,000 evals)."""
+
+    def __init__(self, stamps: dict[str, str], since: str, last: int):
+        self.stamps, self.since, self.last = stamps, since, last
+        self._known: dict[str, Places | None] = {}
+
+    def of_text(self, ids: str) -> Places | None:
+        """``of`` a list of runs as its line holds it; None when the text is not a list."""
+        if ids not in self._known:
+            try:
+                decoded = json.loads(ids)
+            except (ValueError, RecursionError):
+                decoded = None
+            self._known[ids] = self.of(decoded) if isinstance(decoded, list) else None
+        return self._known[ids]
+
+    def of(self, ids: list[Any]) -> Places:
+        """The places drawn of a line's runs, oldest first (a run the header does not know
+        is passed over)."""
+        places: list[int] = []
+        for i in range(len(ids) - 1, -1, -1):
+            stamp = self.stamps.get(ids[i]) if isinstance(ids[i], str) else None
+            if stamp is None:
+                continue
+            if stamp < self.since or len(places) >= self.last:
+                break
+            places.append(i)
+        return len(ids), places[::-1]
+
+
+def _points(places: Places, medians: Any) -> list[float | None]:
+    """The medians at ``places`` (none drawn of a column that is not a value per run)."""
+    count, at = places
+    if not isinstance(medians, list) or len(medians) != count:
+        return [None] * len(at)
+    return [_number(medians[i]) for i in at]
+
+
+def _number(value: Any) -> float | None:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if number else None
+
+
+def _two_columns(line: str, wanted: set[str]) -> tuple[str, str, list[Any]] | None:
+    """A wanted eval's line of ``recent.jsonl`` read for a sparkline: its id, its runs'
+    list as text (``_Drawn`` decodes each text once) and its medians, each found where
+    its key stands (``"median":[``), the rest of the line passed over. None when the
+    line is not as ``_render_line`` writes it, or of an eval not wanted (then the caller
+    reads it whole, and says what is wrong).
 
     A key followed by ``[`` is a column: nothing else in a line is (a drift's field
-    name is followed by a number, an input's by a string).
+    name is followed by a number, an input's by a string). A column's text is cut at
+    its first ``]``: a list decodes from that cut only if it is the whole of it.
     """
     if len(line) > MAX_LINE or (eval_id := line_eval(line)) is None or eval_id not in wanted:
         return None
-    data: dict[str, Any] = {"eval_id": eval_id}
-    for column in columns:
-        at = line.find(f'"{column}":[')
-        if at < 0:
-            return None
-        try:
-            data[column], _ = _STRING.raw_decode(line, at + len(column) + 3)
-        except (ValueError, RecursionError):
-            return None
-    return eval_id, data
+    ids, medians = _list_text(line, '"run_id":['), _list_text(line, '"median":[')
+    if ids is None or medians is None:
+        return None
+    try:
+        decoded = json.loads(medians)
+    except (ValueError, RecursionError):
+        return None
+    return (eval_id, ids, decoded) if isinstance(decoded, list) else None
+
+
+def _list_text(line: str, key: str) -> str | None:
+    """The text of the list after ``key`` (which ends with its ``[``), up to its first ``]``."""
+    at = line.find(key)
+    end = line.find("]", at) if at >= 0 else -1
+    return line[at + len(key) - 1 : end + 1] if end >= 0 else None
 
 
 def recent_run_ids(text: str | bytes) -> set[str]:

@@ -21,6 +21,7 @@ from firewall.store.recent import recent_medians, recent_rows
 from firewall.store.recentfold import fold_recent
 from firewall.store.rollups import fold_week, parse_rollup, render_rollup, roll_up, rolled_rows
 from firewall.store.statefiles import MAX_LINE, parse_file, run_file, run_summary
+from firewall.timeutil import to_text
 
 FUZZ = settings(database=None, derandomize=True, deadline=None, max_examples=300)
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -204,6 +205,38 @@ def test_a_sparkline_read_from_two_columns_is_the_one_read_from_whole_lines(
     drawn = {eval_id: points for eval_id, points in fast.items() if points}
     assert drawn == {e: [r.median for r in kept] for e, kept in rows.items() if kept}
     assert recent_medians(mixed.encode(), ids, since="2026-11-01", last=14) == fast
+
+
+@FUZZ
+@given(
+    st.lists(st.text(alphabet='r]["\\,1', min_size=1, max_size=4), min_size=1, max_size=25),
+    st.integers(1, 20),
+    st.integers(0, 26),
+    st.sampled_from([None, 1, True, "x"]),
+)
+def test_a_sparkline_drawn_from_a_list_of_runs_decoded_once_is_the_one_of_whole_rows(
+    run_ids: list[str], last: int, cut: int, odd: object
+) -> None:
+    """Lines that hold the same runs are drawn from one decoding of their list: the newest
+    ``last`` since the window's start, whatever the run ids hold (a ``]`` or a quote cuts
+    the list's text short, and the line is then read whole), and whatever a median is."""
+    ids = list(dict.fromkeys(run_ids))
+    stamps = [to_text(NOW + dt.timedelta(hours=h)) for h in range(len(ids))]
+    rows = [
+        dataclasses.replace(row, run_id=run_id, build_ts=stamp, median=n / 64)
+        for n, (run_id, stamp) in enumerate(zip(ids, stamps, strict=True))
+        for row in run()
+    ]
+    text, _ = fold_recent(None, rows, keep=30, room=0)
+    # One line's oldest median is not a number: no point is drawn of it.
+    text = text.replace('"median":[0.0', f'"median":[{json.dumps(odd)}', 1)
+    since = stamps[cut] if cut < len(stamps) else "9999"
+    ask = {"e0", "e1", "e2"}
+    fast = recent_medians(text, ask, since=since, last=last)
+    whole = recent_rows(text, eval_ids=ask, since=since, last=last)
+    drawn = {e: [r.median for r in kept] for e, kept in whole.items() if kept}
+    assert {e: points for e, points in fast.items() if points} == drawn
+    assert all(len(points) == min(last, len(ids) - cut) for points in drawn.values())
 
 
 def test_a_run_files_first_line_says_its_counts_and_an_older_ones_are_counted() -> None:
