@@ -72,6 +72,7 @@ class _Asked:
         self.runs, self.limits = runs, limits
         self._order: dict[tuple[str, ...], bool] = {}
         self._weeks: dict[tuple[str, ...], list[WeekSpan]] = {}
+        self._named: dict[tuple[str, Any], list[str] | None] = {}
 
     def in_order(self, ids: list[Any], named: list[Any], entries: list[dict[str, Any]]) -> bool:
         """``_come_after`` for a line's runs (``ids``) and the new ones (``named``: both)."""
@@ -84,6 +85,22 @@ class _Asked:
         fine = all(isinstance(run_id, str) for run_id in named)
         self._order[tuple(named)] = fine and _come_after(ids, entries, self.runs, self.limits.keep)
         return self._order[tuple(named)]
+
+    def named(self, ids: str, entry: dict[str, Any]) -> list[str] | None:
+        """The runs a line names (``ids``: their list as the line holds it) with the entry's
+        run after them; None when the list is not of run ids or the entry's run does not
+        simply come after them (``in_order``). One list, decoded once, for every line
+        that holds the same text."""
+        key = (ids, entry.get("run_id"))
+        if key not in self._named:
+            try:
+                decoded = json.loads(ids)
+            except (ValueError, RecursionError):
+                decoded = None
+            named = [*decoded, key[1]] if isinstance(decoded, list) else None
+            fine = named is not None and self.in_order(decoded, named, [entry])
+            self._named[key] = named if fine else None
+        return self._named[key]
 
     def weeks(self, ids: list[str], drop: int) -> list[WeekSpan]:
         """The weeks a line's oldest ``drop`` runs (in time order) fall into, each with its

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firewall.store import recentfold, statefiles
+from firewall.store import recentfold, recenttext, statefiles
 from firewall.store.history import HistoryRow
 from firewall.store.recent import recent_rows
 from firewall.store.recentfold import fold_recent
@@ -99,7 +99,9 @@ def decoded_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Values a row can hold, the awkward ones included: quotes, backslashes, non-ASCII and
 # control characters in strings, NaN and infinities, maps of files, empty ones.
-TEXTS = st.text(max_size=6) | st.sampled_from(['a"b', "a\\b", "é", "\n", "x]", "x,y", ""])
+TEXTS = st.text(max_size=6) | st.sampled_from(
+    ['a"b', "a\\b", "é", "\n", "x]", "x,y", "", "x],", '],"median":[']
+)
 NUMBERS = st.none() | st.floats(allow_nan=True) | st.integers(-3, 3).map(float)
 ROWS = st.fixed_dictionaries(
     {},
@@ -156,6 +158,73 @@ def test_the_usual_line_is_appended_to_without_being_decoded(
     assert fallen == {}
     kept = recent_rows(text)
     assert [[r.fingerprint for r in kept[e]] for e in "abc"] == [[None, None, "f2"]] * 3
+
+
+def test_a_usual_push_reads_a_line_no_further_than_its_names_and_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One new run, no roll-up due: no column read, and the runs' list of lines that hold
+    the same decoded once; the bytes are those of the line decoded and written whole. A
+    string that ends in ``],`` looks like a column's end: that line is read column by
+    column."""
+    odd = {"c": ("m],",)}  # a model's id
+    firsts = [
+        row(e, 0, fingerprint="f0", inputs={"x": "0"}, model_ids=odd.get(e, ())) for e in "abc"
+    ]
+    text, _ = fold_recent(None, firsts)
+    text, _ = fold_recent(text, [row(e, 1) for e in "abc"])
+    read: list[str] = []
+    decoded: list[str] = []
+    columns_in, loads = recenttext._columns_in, json.loads
+
+    def reading(line: str) -> object:
+        read.append(line)
+        return columns_in(line)
+
+    def decoding(text: str, **options: object) -> object:
+        decoded.append(text)
+        return loads(text, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recenttext, "_columns_in", reading)
+    monkeypatch.setattr(json, "loads", decoding)
+    rows = [row(e, 2, fingerprint="f2", inputs={"y": "2"}) for e in "abc"]
+    fast, _ = fold_recent(text, rows)
+    monkeypatch.undo()
+    assert [json.loads(line)["eval_id"] for line in read] == ["c"]
+    assert decoded.count('["r000","r001"]') == 1
+    with pytest.MonkeyPatch.context() as patch:
+        decoded_only(patch)
+        assert fold_recent(text, rows)[0] == fast
+    kept = recent_rows(fast)
+    assert [(r.fingerprint, r.inputs) for r in kept["b"]] == [
+        (None, {}),
+        (None, {}),
+        ("f2", {"y": "2"}),
+    ]
+    assert [(r.fingerprint, r.inputs) for r in recent_rows(text)["b"]] == [
+        ("f0", {"x": "0"}),
+        (None, {}),
+    ]
+    assert [r.model_ids for r in kept["c"]] == [("m],",), (), ()]
+
+
+def test_a_column_of_garbage_is_kept_as_it_is_until_the_lines_turn_writes_it_whole() -> None:
+    """A column that holds no value per run (a hand-edited branch) is passed over by the
+    usual push, as its readers pass it over; at the line's turn it is read, and the line
+    is written whole without it. A column of no value at all is never appended to.
+    (Evals a and g roll up at pushes 3 and 2, one push in three: ``_Limits``.)"""
+    text, _ = fold_recent(None, [row(e, 0, sd=0.5) for e in "ag"], keep=1, room=2)
+    header, a, g = text.splitlines()
+    a = a.replace('"sd":[0.5]', '"sd":[0.5,0.5]')
+    g = g.replace('"sd":[0.5]', '"sd":[]')
+    texts = ["\n".join([header, a, g])]
+    for n in range(1, 4):
+        texts.append(fold_recent(texts[-1], [row(e, n) for e in "ag"], keep=1, room=2)[0])
+    lines = [dict(zip("hag", text.splitlines(), strict=True)) for text in texts]
+    assert [line["a"].count('"sd":[0.5,0.5,null') for line in lines] == [0, 1, 1, 0]
+    assert [r.sd for r in recent_rows(texts[-1])["a"]] == [None]
+    assert [json.loads(line["g"]).get("sd") for line in lines[1:]] == [None, None, None]
+    assert [r.run_id for r in recent_rows(texts[-1])["g"]] == ["r002", "r003"]
 
 
 def test_a_line_with_a_column_new_to_it_is_written_whole() -> None:
