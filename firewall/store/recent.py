@@ -13,7 +13,6 @@ evals skips the other lines unparsed. Values are kept as a run file keeps them
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
@@ -25,6 +24,7 @@ from firewall.store.statefiles import (
     iter_lines,
     line_eval,
     parse_line,
+    parse_list,
     say,
     to_row,
 )
@@ -178,11 +178,8 @@ class _Drawn:
     def of_text(self, ids: str) -> Places | None:
         """``of`` a list of runs as its line holds it; None when the text is not a list."""
         if ids not in self._known:
-            try:
-                decoded = json.loads(ids)
-            except (ValueError, RecursionError):
-                decoded = None
-            self._known[ids] = self.of(decoded) if isinstance(decoded, list) else None
+            decoded = parse_list(ids)
+            self._known[ids] = None if decoded is None else self.of(decoded)
         return self._known[ids]
 
     def of(self, ids: list[Any]) -> Places:
@@ -226,13 +223,8 @@ def _two_columns(line: str, wanted: set[str]) -> tuple[str, str, list[Any]] | No
     if len(line) > MAX_LINE or (eval_id := line_eval(line)) is None or eval_id not in wanted:
         return None
     ids, medians = _list_text(line, '"run_id":['), _list_text(line, '"median":[')
-    if ids is None or medians is None:
-        return None
-    try:
-        decoded = json.loads(medians)
-    except (ValueError, RecursionError):
-        return None
-    return (eval_id, ids, decoded) if isinstance(decoded, list) else None
+    decoded = None if medians is None else parse_list(medians)
+    return None if ids is None or decoded is None else (eval_id, ids, decoded)
 
 
 def _list_text(line: str, key: str) -> str | None:

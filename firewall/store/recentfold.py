@@ -29,6 +29,7 @@ from firewall.store.statefiles import (
     iter_lines,
     line_eval,
     parse_line,
+    parse_list,
     short_fields,
 )
 
@@ -93,13 +94,11 @@ class _Asked:
         that holds the same text."""
         key = (ids, entry.get("run_id"))
         if key not in self._named:
-            try:
-                decoded = json.loads(ids)
-            except (ValueError, RecursionError):
-                decoded = None
-            named = [*decoded, key[1]] if isinstance(decoded, list) else None
-            fine = named is not None and self.in_order(decoded, named, [entry])
-            self._named[key] = named if fine else None
+            decoded = parse_list(ids)
+            named = None if decoded is None else [*decoded, key[1]]
+            if decoded is not None and named is not None:
+                named = named if self.in_order(decoded, named, [entry]) else None
+            self._named[key] = named
         return self._named[key]
 
     def weeks(self, ids: list[str], drop: int) -> list[WeekSpan]:

@@ -145,10 +145,9 @@ def _grown(eval_id: str, line: str, entry: dict[str, Any], asked: Asked) -> Fold
         return None
     parts = line[:-2].split('],"')
     names = [part[:at] for part in parts[1:] if (at := part.find('":[')) > 0]
-    if len(names) != len(parts) - 1 or not _as_rendered(tuple(names)):
-        return None
-    if any(c not in names for c in entry if c != "run_id") or any(p[-1] == "[" for p in parts):
-        return None  # a column new to the line, or one with no value (garbage)
+    shape = _as_rendered(tuple(names)) if len(names) == len(parts) - 1 else None
+    if shape is None or not entry.keys() <= shape or any(p[-1] == "[" for p in parts):
+        return None  # not as written, a column new to the line, or one with no value
     named = asked.named(f"{parts[0][len(start) - 1 :]}]", entry)
     if named is None or asked.limits.dropped(eval_id, len(named)):
         return None
@@ -166,10 +165,12 @@ def _grown(eval_id: str, line: str, entry: dict[str, Any], asked: Asked) -> Fold
 
 
 @functools.lru_cache(maxsize=64)
-def _as_rendered(names: tuple[str, ...]) -> bool:
-    """Whether a line's names of columns (after ``run_id``) are as ``_render_line`` writes
-    them: known, each once, in ``COLUMNS``' order."""
-    return list(names) == [c for c in COLUMNS[1:] if c in names] and len(set(names)) == len(names)
+def _as_rendered(names: tuple[str, ...]) -> frozenset[str] | None:
+    """A line's columns, ``run_id`` with the ``names`` after it, when these are as
+    ``_render_line`` writes them (known, each once, in ``COLUMNS``' order); else None."""
+    if list(names) != [c for c in COLUMNS[1:] if c in names] or len(set(names)) != len(names):
+        return None
+    return frozenset(("run_id", *names))
 
 
 def _as_written(

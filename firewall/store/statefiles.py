@@ -142,6 +142,16 @@ def parse_line(line: str, skipped: Callable[[str], None] | None) -> dict[str, An
     return data
 
 
+def parse_list(text: str) -> list[Any] | None:
+    """A column's text (a JSON list, as a line holds it) decoded; None when it is not one:
+    its line is then read whole, and what is wrong said there."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, list) else None
+
+
 def to_row(data: dict[str, Any], skipped: Callable[[str], None] | None) -> HistoryRow | None:
     try:
         row = HistoryRow.from_json(data)

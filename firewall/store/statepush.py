@@ -144,18 +144,22 @@ def write_blob(git: Git, text: str) -> str:
         name = digest.hexdigest()
         (store / name[:2]).mkdir(exist_ok=True)
         os.replace(temp, store / name[:2] / name[2:])  # the same bytes, were it there already
+        temp = None
     except OSError as exc:
-        if temp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
         raise StateError(
             f"could not write a git object in {store}: {exc.strerror or exc}; {advice(exc)}"
         ) from None
+    finally:
+        if temp is not None:  # no half-written object left, whatever stopped it
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
     return name
 
 
 def _encoded(text: str, at: int) -> bytes:
-    return text[at : at + _CHUNK].encode("utf-8")
+    """A megabyte of ``text`` as UTF-8; a lone surrogate (an eval's output can decode to
+    one) is written ``?``, so that the branch holds UTF-8 and the push goes on."""
+    return text[at : at + _CHUNK].encode("utf-8", "replace")
 
 
 _CHUNK = 1 << 20

@@ -47,6 +47,13 @@ def test_a_blob_is_the_object_git_would_write(repo: Path, name: str) -> None:
     assert not [p for p in (repo / ".git" / "objects").iterdir() if p.name.startswith("tmp_")]
 
 
+def test_a_lone_surrogate_is_written_as_a_question_mark_and_the_blob_is_utf8(repo: Path) -> None:
+    blob = write_blob(Git(repo), "model \udc80 id\n")
+    shown = subprocess.run(["git", "cat-file", "blob", blob], cwd=repo, capture_output=True)
+    assert shown.stdout == b"model ? id\n"
+    assert blob == _git_id(repo, "model ? id\n")
+
+
 def test_writing_a_blob_git_already_holds_keeps_one_copy(repo: Path) -> None:
     first = write_blob(Git(repo), TEXTS["ascii"])
     assert write_blob(Git(repo), TEXTS["ascii"]) == first
